@@ -1,0 +1,65 @@
+# Two commands do everything on a fresh machine (see README.md):
+#   make lab    set up what is missing, then open the course in JupyterLab
+#   make test   set up what is missing, then run every test
+# The virtual environment is built once and rebuilt when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# torch is installed before the project so pip never pulls a build you did not choose.
+# On Linux with an NVIDIA GPU this is the CUDA build; on these CI machines the CPU build.
+# Override for another build, e.g.  make TORCH_SPEC="torch --index-url <your CUDA wheel index>"
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_ARGS ?=
+PYTEST_ARGS ?=
+ASSIGNMENT ?=
+STUDENT ?=
+
+.PHONY: help setup lab test test-fast release grade feedback export env bench clean-venv
+
+help:
+	@echo "make lab       open the course in JupyterLab (sets up .venv first if needed)"
+	@echo "make test      run every test (sets up .venv first if needed)"
+	@echo "make env       what this machine offers the course"
+	@echo "make release   regenerate notebooks/ from solutions/ (refuses to overwrite your edits)"
+	@echo "make grade     grade submitted/ [ASSIGNMENT=.. STUDENT=..]; prints a status table"
+	@echo "make feedback  HTML feedback for graded submissions (hidden tests stay hidden)"
+	@echo "make export    grades.csv with a status column beside each score"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[test]"
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) notebooks/00_start/00_start.ipynb
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+env: $(STAMP)
+	$(PY) -m helpers env
+
+release: $(STAMP)
+	$(PY) -m helpers release
+
+grade: $(STAMP)
+	$(PY) -m helpers grade $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(STUDENT),--student $(STUDENT))
+
+feedback: $(STAMP)
+	$(PY) -m helpers feedback $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(STUDENT),--student $(STUDENT))
+
+export: $(STAMP)
+	$(PY) -m helpers export
+
+bench: $(STAMP)
+	$(PY) -m helpers bench
+
+clean-venv:
+	rm -rf $(VENV)

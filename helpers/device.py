@@ -1,0 +1,162 @@
+"""Choose a device, describe the machine, move batches, synchronise.
+
+Everything in the course that touches a device goes through this module, so
+the rule "CUDA, then MPS, then CPU" and the guards a CPU-only build of torch
+needs (``torch.cuda.synchronize()`` raises there) live in one place.
+Chapter 02 (devices) teaches it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+__all__ = [
+    "DEVICE_ENV_VAR",
+    "DeviceUnavailableError",
+    "accelerator",
+    "available_devices",
+    "pick_device",
+    "synchronize",
+    "to_device",
+]
+
+#: Environment variable that forces a device, e.g. ``COURSE_DEVICE=cpu`` to run
+#: the course on the CPU of a GPU machine (the same path a laptop takes).
+DEVICE_ENV_VAR = "COURSE_DEVICE"
+
+
+class DeviceUnavailableError(RuntimeError):
+    """A device was requested that this machine does not have.
+
+    Raised before torch is asked, so the learner reads one sentence listing
+    what the machine has instead of a traceback from deep inside torch.
+    """
+
+
+def _cuda_ok() -> bool:
+    return torch.cuda.is_available()
+
+
+def _mps_ok() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def available_devices() -> list[torch.device]:
+    """Every device this machine offers, accelerators first, the CPU last."""
+    devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())] if _cuda_ok() else []
+    if _mps_ok():
+        devices.append(torch.device("mps"))
+    devices.append(torch.device("cpu"))
+    return devices
+
+
+def accelerator() -> torch.device | None:
+    """The preferred accelerator (CUDA, then MPS), or None on a CPU-only machine."""
+    if _cuda_ok():
+        return torch.device("cuda", torch.cuda.current_device())
+    if _mps_ok():
+        return torch.device("mps")
+    return None
+
+
+def _check_available(device: torch.device) -> torch.device:
+    have = ", ".join(str(d) for d in available_devices())
+    if device.type == "cpu":
+        return device
+    if device.type == "cuda":
+        if not _cuda_ok():
+            build = "a CPU-only build of torch" if torch.version.cuda is None else f"torch built for CUDA {torch.version.cuda}, but no CUDA GPU is visible"
+            raise DeviceUnavailableError(
+                f"'{device}' was requested, but this machine has {build}. "
+                f"Devices available here: {have}. "
+                f"Ask for one of those, or call pick_device() with no argument to take the best one."
+            )
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise DeviceUnavailableError(
+                f"'{device}' was requested, but this machine has {count} CUDA GPU(s) "
+                f"(cuda:0 to cuda:{count - 1}). Devices available here: {have}."
+            )
+        return device
+    if device.type == "mps":
+        if not _mps_ok():
+            raise DeviceUnavailableError(
+                f"'mps' was requested, but MPS (Apple GPUs) is not available here. Devices available here: {have}."
+            )
+        return device
+    raise DeviceUnavailableError(f"'{device}' is not a device this course supports here. Devices available here: {have}.")
+
+
+def pick_device(requested: str | torch.device | None = None) -> torch.device:
+    """The device to run on.
+
+    An explicit ``requested`` device wins, then the ``COURSE_DEVICE``
+    environment variable, then the best this machine has (CUDA, then MPS,
+    then CPU). A device the machine lacks raises :class:`DeviceUnavailableError`
+    at once, listing what the machine has.
+    """
+    source = requested if requested is not None else os.environ.get(DEVICE_ENV_VAR) or None
+    if source is None:
+        return accelerator() or torch.device("cpu")
+    try:
+        device = torch.device(source)
+    except (RuntimeError, TypeError) as err:
+        raise DeviceUnavailableError(
+            f"{source!r} is not a device name (try 'cpu', 'cuda', 'cuda:1' or 'mps'): {err}"
+        ) from None
+    return _check_available(device)
+
+
+def synchronize(device: str | torch.device | None = None) -> None:
+    """Wait until all work queued on ``device`` has finished.
+
+    GPU kernels run asynchronously: a host clock read without this measures
+    only the launch. On the CPU, work is already finished when a call returns,
+    so this does nothing (``torch.cuda.synchronize()`` would raise there).
+    """
+    device = torch.device(device) if device is not None else (accelerator() or torch.device("cpu"))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+    elif device.type != "cpu" and hasattr(torch, "accelerator") and torch.accelerator.is_available():
+        torch.accelerator.synchronize()
+
+
+def to_device(batch: Any, device: str | torch.device, non_blocking: bool | None = None) -> Any:
+    """Move every tensor inside ``batch`` to ``device``, keeping the structure.
+
+    Handles tensors inside dicts, lists, tuples, named tuples and dataclasses,
+    at any depth; everything else is returned as it is. ``non_blocking``
+    defaults to True only where it helps: a copy from pinned CPU memory to
+    CUDA, which can then overlap with compute.
+    """
+    device = torch.device(device)
+
+    def move(obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            nb = non_blocking if non_blocking is not None else (device.type == "cuda" and obj.is_pinned())
+            return obj.to(device, non_blocking=nb)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return dataclasses.replace(
+                obj, **{f.name: move(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+            )
+        if isinstance(obj, Mapping):
+            moved = {k: move(v) for k, v in obj.items()}
+            try:
+                return type(obj)(moved)  # keeps OrderedDict and friends
+            except TypeError:  # e.g. defaultdict, whose constructor wants a factory first
+                return moved
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # named tuple
+            return type(obj)(*(move(v) for v in obj))
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(move(v) for v in obj)
+        return obj
+
+    return move(batch)
