@@ -1,0 +1,184 @@
+"""What this machine offers the course: the report behind ``python -m helpers env``.
+
+Kept apart from ``device.py`` (which *chooses* and *uses* devices) because a
+report must never fail: every probe here is guarded, and a probe that cannot
+answer says "unknown" instead of raising. Chapter 00 shows the report and
+chapter 02 explains each line.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+import torch
+
+from helpers import device as dev
+
+__all__ = ["GPUInfo", "MachineReport", "describe_machine", "format_report", "nvcc_version", "nvml_driver_version"]
+
+
+@dataclass
+class GPUInfo:
+    index: int
+    name: str
+    capability: str
+    memory_gib: float
+
+
+@dataclass
+class MachineReport:
+    torch_version: str
+    build: str  # "CPU", "CUDA 12.8", "ROCm 6.3"
+    cuda_runtime: str | None
+    cudnn: str | None
+    driver: str | None
+    nvcc: str | None
+    gpus: list[GPUInfo] = field(default_factory=list)
+    mps: bool = False
+    cpu_model: str = "unknown"
+    cpu_count: int = 1
+    torch_threads: int = 1
+    cpu_capability: str = "unknown"
+    forced_device: str | None = None
+    chosen_device: str = "cpu"
+    verdict: str = ""
+
+
+def nvml_driver_version() -> str | None:
+    """The NVIDIA driver version through NVML (the library nvidia-smi uses), or None."""
+    for name in ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            if lib.nvmlInit_v2() != 0:
+                return None
+            buf = ctypes.create_string_buffer(96)
+            ok = lib.nvmlSystemGetDriverVersion(buf, ctypes.c_uint(96)) == 0
+            lib.nvmlShutdown()
+            return buf.value.decode() if ok else None
+        except AttributeError:
+            return None
+    return None
+
+
+def nvcc_version() -> str | None:
+    """The CUDA toolkit's compiler version (``nvcc --version``), or None when no toolkit is installed.
+
+    PyTorch's wheels bring their own CUDA runtime, so nvcc is only needed to
+    compile extensions; its version may differ from ``torch.version.cuda``.
+    """
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        return None
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"release ([\d.]+)", out)
+    return match.group(1) if match else out.strip().splitlines()[-1] if out.strip() else None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _build() -> str:
+    if getattr(torch.version, "hip", None):
+        return f"ROCm {torch.version.hip}"
+    if torch.version.cuda:
+        return f"CUDA {torch.version.cuda}"
+    return "CPU"
+
+
+def _verdict(report: MachineReport) -> str:
+    if report.gpus:
+        names = ", ".join(g.name for g in report.gpus)
+        return f"CUDA GPU found ({names}): every chapter runs, and GPU-only steps run too."
+    if report.mps:
+        return "Apple GPU (MPS) found: chapters run on it; CUDA-only steps will say they were skipped."
+    if report.build != "CPU":
+        return (f"torch is built for {report.build} but no GPU is visible (driver: {report.driver or 'not found'}): "
+                "every chapter runs on the CPU; GPU-only steps will say they were skipped.")
+    return "no GPU found: every chapter runs on the CPU; GPU-only steps will say they were skipped."
+
+
+def describe_machine() -> MachineReport:
+    """Probe torch, the GPUs, the driver and the CPU; never raises."""
+    gpus = []
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            gpus.append(GPUInfo(i, props.name, f"{props.major}.{props.minor}", props.total_memory / 2**30))
+    cudnn = None
+    if torch.backends.cudnn.is_available():
+        cudnn = str(torch.backends.cudnn.version())
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except AttributeError:
+        capability = "unknown"
+    try:
+        chosen = str(dev.pick_device())
+    except dev.DeviceUnavailableError as err:
+        chosen = f"none: {err}"
+    report = MachineReport(
+        torch_version=torch.__version__,
+        build=_build(),
+        cuda_runtime=torch.version.cuda,
+        cudnn=cudnn,
+        driver=nvml_driver_version(),
+        nvcc=nvcc_version(),
+        gpus=gpus,
+        mps=bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
+        cpu_model=_cpu_model(),
+        cpu_count=os.cpu_count() or 1,
+        torch_threads=torch.get_num_threads(),
+        cpu_capability=capability,
+        forced_device=os.environ.get(dev.DEVICE_ENV_VAR) or None,
+        chosen_device=chosen,
+    )
+    report.verdict = _verdict(report)
+    return report
+
+
+def format_report(report: MachineReport | None = None) -> str:
+    """The report as aligned text lines."""
+    r = report or describe_machine()
+    rows = [
+        ("torch", f"{r.torch_version} ({r.build} build)"),
+        ("CUDA runtime (torch.version.cuda)", r.cuda_runtime or "none (CPU-only build)"),
+        ("cuDNN", r.cudnn or "none"),
+        ("NVIDIA driver (NVML)", r.driver or "not found"),
+        ("CUDA toolkit (nvcc)", r.nvcc or "not installed (only needed to compile extensions)"),
+    ]
+    if r.gpus:
+        for g in r.gpus:
+            rows.append((f"GPU {g.index}", f"{g.name}, compute capability {g.capability}, {g.memory_gib:.1f} GiB"))
+    else:
+        rows.append(("GPUs", "none visible"))
+    rows += [
+        ("Apple MPS", "available" if r.mps else "not available"),
+        ("CPU", f"{r.cpu_model} ({r.cpu_count} logical cores, {r.cpu_capability})"),
+        ("torch CPU threads", str(r.torch_threads)),
+        (f"{dev.DEVICE_ENV_VAR}", r.forced_device or "not set"),
+        ("course device", r.chosen_device),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines.append("")
+    lines.append(f"Verdict: {r.verdict}")
+    return "\n".join(lines)
