@@ -28,6 +28,7 @@ __all__ = [
     "check_equal",
     "check_raises",
     "check_type",
+    "fake_machine",
     "passed",
     "record_calls",
     "solved",
@@ -199,4 +200,39 @@ def record_calls(targets: dict[str, tuple[Any, str]], log: CallLog | None = None
         yield log
     finally:
         for owner, attr, original in reversed(saved):
+            setattr(owner, attr, original)
+
+
+@contextlib.contextmanager
+def fake_machine(cuda: int = 0, mps: bool = False) -> Iterator[None]:
+    """Make torch report ``cuda`` CUDA GPUs and/or an MPS device, for grading device logic on a CPU.
+
+    Only the questions a program asks about the machine are faked
+    (``torch.cuda.is_available``, ``device_count``, ``get_device_name``,
+    ``current_device``, ``torch.backends.mps.is_available`` / ``is_built`` and
+    ``torch.accelerator``'s equivalents); no tensor can really be created on a
+    faked device. Everything is restored on exit.
+    """
+    accel = torch.device("cuda", 0) if cuda else torch.device("mps") if mps else None
+    fakes: list[tuple[Any, str, Any]] = [
+        (torch.cuda, "is_available", lambda: cuda > 0),
+        (torch.cuda, "device_count", lambda: cuda),
+        (torch.cuda, "current_device", lambda: 0),
+        (torch.cuda, "get_device_name", lambda device=None: f"Simulated GPU {getattr(device, 'index', device) or 0}"),
+        (torch.backends.mps, "is_available", lambda: mps),
+        (torch.backends.mps, "is_built", lambda: mps),
+    ]
+    if hasattr(torch, "accelerator"):
+        fakes += [
+            (torch.accelerator, "is_available", lambda: accel is not None),
+            (torch.accelerator, "current_accelerator", lambda *a, **k: accel),
+            (torch.accelerator, "device_count", lambda: cuda if cuda else int(mps)),
+        ]
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in fakes]
+    try:
+        for owner, attr, fake in fakes:
+            setattr(owner, attr, fake)
+        yield
+    finally:
+        for owner, attr, original in saved:
             setattr(owner, attr, original)

@@ -20,6 +20,7 @@ __all__ = [
     "DeviceUnavailableError",
     "accelerator",
     "available_devices",
+    "explain_device_error",
     "pick_device",
     "synchronize",
     "to_device",
@@ -160,3 +161,21 @@ def to_device(batch: Any, device: str | torch.device, non_blocking: bool | None 
         return obj
 
     return move(batch)
+
+
+def explain_device_error(err: BaseException) -> str | None:
+    """Say in plain words what a device-related error from torch means, or None if it is not one.
+
+    The same mistake shows up as different texts: "Expected all tensors to be
+    on the same device" (CUDA), "is not on the expected device" (the meta
+    device used as a stand-in on CPU-only machines), "Torch not compiled with
+    CUDA enabled" (code that hard-codes ``.cuda()`` run on a CPU build).
+    """
+    text = str(err)
+    if "same device" in text or "not on the expected device" in text:
+        return ("two tensors (or a tensor and the model's weights) are on different devices: "
+                "move the input to the model's device with x.to(device) before the forward pass.")
+    if "not compiled with CUDA" in text or "No CUDA GPUs are available" in text or "no NVIDIA driver" in text.lower():
+        return ("the code asked for CUDA explicitly (.cuda(), device='cuda') on a machine without it: "
+                "use the device you were given (or pick_device()) instead of hard-coding 'cuda'.")
+    return None
