@@ -11,6 +11,7 @@ PY := $(VENV)/bin/python
 # Override for another build, e.g.  make TORCH_SPEC="torch --index-url <your CUDA wheel index>"
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
 PYTEST_ARGS ?=

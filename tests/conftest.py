@@ -7,6 +7,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from helpers.grading import ensure_tools_on_path  # noqa: E402
+
+ensure_tools_on_path()  # nbgrader runs `alembic` by name
+
 
 def pytest_collection_modifyitems(config, items):
     """Skip tests marked ``gpu`` on machines without CUDA, and say why."""
@@ -16,3 +20,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def released_course(tmp_path_factory):
+    """A throwaway nbgrader course: this repo's config and solutions/, and a fresh release of every chapter.
+
+    The release goes into its own folder with its own gradebook, so tests never touch the
+    repo's notebooks/ or gradebook.db. Shared by the release and round-trip tests.
+    """
+    import shutil
+
+    from course import ROOT
+    from helpers.grading.release import generate_release
+
+    course = tmp_path_factory.mktemp("course")
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(ROOT / "solutions", course / "solutions")
+    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    generate_release(course / "release", root=course, db_url=db_url)
+    return course

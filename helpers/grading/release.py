@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers.grading import ensure_tools_on_path
+
 __all__ = ["COURSE_ROOT", "assignments", "generate_release"]
 
 #: The course root: the folder holding nbgrader_config.py, solutions/ and notebooks/.
@@ -37,6 +39,7 @@ def generate_release(
     needs it). ``None`` uses the course's own ``gradebook.db``; tests pass a
     throwaway one. Returns the generated notebooks.
     """
+    ensure_tools_on_path()
     dest = Path(dest).resolve()
     names = names if names is not None else assignments(root)
     env = dict(os.environ, PYTHONWARNINGS="ignore")

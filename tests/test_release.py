@@ -1,0 +1,48 @@
+"""notebooks/ is exactly what nbgrader generates from solutions/, and every released stub fails its checks."""
+
+import filecmp
+
+import pytest
+from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, Execute
+from nbgrader.validator import Validator
+
+from course import NOTEBOOKS, chapters, grade_cells, load
+from helpers.grading.preprocessors import SkipDemoCells
+
+
+def _files(folder):
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+
+
+def test_every_chapter_is_released():
+    assert chapters(), "solutions/ holds no chapter"
+    assert sorted(p.name for p in NOTEBOOKS.iterdir() if p.is_dir()) == chapters(), (
+        "notebooks/ and solutions/ hold different chapters: run `make release`"
+    )
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_notebooks_equal_a_fresh_release(released_course, chapter):
+    fresh = released_course / "release" / chapter
+    committed = NOTEBOOKS / chapter
+    assert _files(fresh) == _files(committed), f"{chapter}: different files; run `make release` and commit notebooks/"
+    for rel in _files(fresh):
+        assert filecmp.cmp(fresh / rel, committed / rel, shallow=False), (
+            f"notebooks/{chapter}/{rel} differs from a fresh release of solutions/: edit solutions/ only, "
+            "then run `make release` and commit notebooks/"
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", chapters())
+def test_every_released_stub_fails_its_checks(released_course, chapter):
+    """nbgrader's Validator(invert=True) reports no passing grade cell in the blank release.
+
+    Demonstration cells are skipped as in grading: no check depends on them.
+    """
+    notebook = released_course / "release" / chapter / f"{chapter}.ipynb"
+    assert grade_cells(load(notebook)), f"{chapter} has no graded cell"
+    validator = Validator(invert=True, preprocessors=[SkipDemoCells, CheckCellMetadata, ClearOutput, Execute])
+    results = validator.validate(str(notebook))
+    passing = [r["source"].splitlines()[0] for r in results.get("passed", [])]
+    assert not results, f"{chapter}: these checks pass on the blank stub, so they test nothing: {passing or results}"
