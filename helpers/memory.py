@@ -1,0 +1,551 @@
+"""See where memory goes, and run out of it safely on any machine.
+
+Chapter 03 (memory) teaches this module; later chapters measure peak memory
+through it (``measure_peak``, ``track_memory``) instead of probing allocators
+themselves.
+
+Three things live here:
+
+* **Peak and current memory of a block of code**, on every kind of device.
+  CUDA has allocator statistics (``torch.cuda.max_memory_allocated`` after a
+  reset). The CPU has none, and ``tracemalloc`` does not see torch tensors
+  (their storage comes from torch's own allocator, not Python's); the torch
+  profiler with ``profile_memory=True`` does, so the CPU path reads its memory
+  events. MPS has no peak statistic, so there the live tensors are tracked.
+* **The memory anatomy of a training step**: parameters, gradients, optimizer
+  state and activations, estimated from the model and measured, side by side.
+* **A memory budget**: code run inside ``with MemoryBudget(limit):`` raises
+  ``torch.OutOfMemoryError`` (the exception a real CUDA out-of-memory error
+  raises) when the tensors it keeps alive would exceed ``limit``, on any
+  device. A laptop can then rehearse running out of GPU memory without
+  running out of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import itertools
+import math
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from helpers import device as dev
+
+__all__ = [
+    "Anatomy",
+    "MemoryBudget",
+    "MemoryStats",
+    "Timeline",
+    "allocation_step",
+    "anatomy_table",
+    "estimate_anatomy",
+    "format_bytes",
+    "free_memory",
+    "measure_anatomy",
+    "measure_peak",
+    "memory_timeline",
+    "track_memory",
+]
+
+
+# --------------------------------------------------------------------------- small tools
+
+
+def format_bytes(n: float | None) -> str:
+    """``1536`` -> ``'1.50 KiB'``: binary units, as ``torch.cuda.memory_summary`` prints them."""
+    if n is None:
+        return "n/a"
+    sign = "-" if n < 0 else ""
+    n = abs(float(n))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{sign}{n:.0f} {unit}" if unit == "B" else f"{sign}{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _device(device: str | torch.device | None) -> torch.device:
+    d = dev.pick_device() if device is None else torch.device(device)
+    if d.type == "cuda" and d.index is None:
+        d = torch.device("cuda", torch.cuda.current_device())
+    return d
+
+
+def free_memory(device: str | torch.device | None = None) -> None:
+    """Collect Python garbage, then hand cached accelerator memory back to the driver.
+
+    ``gc.collect()`` frees tensors kept alive only by reference cycles (an
+    exception's traceback and the frame that holds it make one).
+    ``torch.cuda.empty_cache()`` releases *cached, unused* blocks: it never
+    frees a tensor that is still referenced. Call it outside an ``except``
+    block: inside one, the exception still holds the failed frames' tensors.
+    """
+    gc.collect()
+    d = _device(device)
+    if d.type == "cuda" and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    elif d.type == "mps" and hasattr(torch, "mps") and dev.accelerator() is not None:
+        torch.mps.empty_cache()
+
+
+# --------------------------------------------------------------------------- live tensor tracking
+
+
+class _LiveTable:
+    """Storages allocated under a tracker that are still alive, and the peak of their bytes.
+
+    Each storage is watched through a weak reference: torch keeps a storage's
+    Python object alive exactly as long as the storage itself, so the callback
+    runs when the memory is really released (not when one view of it dies).
+    """
+
+    def __init__(self) -> None:
+        self.sizes: dict[tuple[str, int], int] = {}
+        self._refs: dict[tuple[str, int], weakref.ref] = {}
+        self.live = 0
+        self.peak = 0
+
+    def add(self, storage: Any, key: tuple[str, int], nbytes: int) -> None:
+        table = weakref.ref(self)
+
+        def gone(_ref: Any, key: tuple[str, int] = key) -> None:
+            t = table()
+            if t is not None and t._refs.get(key) is _ref:
+                t._refs.pop(key, None)
+                t.live -= t.sizes.pop(key, 0)
+
+        self._refs[key] = weakref.ref(storage, gone)
+        self.sizes[key] = nbytes
+        self.live += nbytes
+        self.peak = max(self.peak, self.live)
+
+    def __contains__(self, key: tuple[str, int]) -> bool:
+        return key in self.sizes
+
+
+def _storage_key(t: torch.Tensor) -> tuple[Any, tuple[str, int], int]:
+    st = t.untyped_storage()
+    return st, (str(t.device), st.data_ptr()), st.nbytes()
+
+
+_FACTORIES = {"empty", "zeros", "ones", "full", "rand", "randn", "randint", "empty_strided", "normal"}
+_NEW_FACTORIES = {"new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"}
+
+
+def _factory_bytes(func: Any, args: tuple, kwargs: dict, device_type: str) -> int:
+    """Bytes a factory call (``torch.empty(n, d)``...) will allocate, known before it runs.
+
+    Lets a budget refuse a huge allocation before it happens, as a real
+    allocator does; other operations are checked right after they ran.
+    """
+    name = getattr(getattr(func, "overloadpacket", None), "__name__", "")
+    if name in _NEW_FACTORIES and args and isinstance(args[0], torch.Tensor):
+        size, dtype, device = (args[1] if len(args) > 1 else None), kwargs.get("dtype") or args[0].dtype, kwargs.get("device") or args[0].device
+    elif name in _FACTORIES:
+        size = next((a for a in args if isinstance(a, (list, tuple))), None)
+        dtype, device = kwargs.get("dtype") or torch.get_default_dtype(), kwargs.get("device") or torch.device("cpu")
+    else:
+        return 0
+    if not isinstance(size, (list, tuple)) or not all(isinstance(s, int) for s in size):
+        return 0
+    if torch.device(device).type != device_type:
+        return 0
+    return math.prod(size) * dtype.itemsize
+
+
+class _Tracker(TorchDispatchMode):
+    """Sees every operation's outputs, records the new storages, and enforces a limit if given."""
+
+    def __init__(self, table: _LiveTable, device_type: str, limit: int | None = None,
+                 budget: MemoryBudget | None = None, timeline: Timeline | None = None) -> None:
+        super().__init__()
+        self.table, self.device_type, self.limit = table, device_type, limit
+        self.budget, self.timeline = budget, timeline
+
+    def _new_storages(self, args: Any, out: Any) -> list[tuple[Any, tuple[str, int], int]]:
+        inputs = {_storage_key(a)[1] for a in tree_leaves(args) if isinstance(a, torch.Tensor)}
+        new, seen = [], set()
+        for t in tree_leaves(out):
+            if not isinstance(t, torch.Tensor) or t.device.type != self.device_type:
+                continue
+            st, key, nbytes = _storage_key(t)
+            if nbytes and key not in inputs and key not in seen and key not in self.table:
+                seen.add(key)
+                new.append((st, key, nbytes))
+        return new
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if self.limit is not None:
+            need = _factory_bytes(func, args, kwargs, self.device_type)
+            if need and self.table.live + need > self.limit:
+                raise self.budget._oom(need)
+        out = func(*args, **kwargs)
+        new = self._new_storages((args, kwargs), out)
+        need = sum(n for _, _, n in new)
+        if self.limit is not None and need and self.table.live + need > self.limit:
+            out = new = None  # free what the operation allocated before raising, as an allocator would
+            raise self.budget._oom(need)
+        for st, key, nbytes in new:
+            self.table.add(st, key, nbytes)
+        if self.timeline is not None:
+            self.timeline._record(str(func.overloadpacket.__name__))
+        return out
+
+
+# --------------------------------------------------------------------------- peak and current memory
+
+
+@dataclasses.dataclass
+class MemoryStats:
+    """What ``track_memory`` measured; filled in when the ``with`` block ends.
+
+    ``peak_bytes``: the most tensor memory allocated at any moment inside the
+    block, above what was allocated when it began. ``current_bytes``: what the
+    block left allocated (negative if it freed more than it kept). On CUDA,
+    ``reserved_bytes`` / ``peak_reserved_bytes`` are what the caching
+    allocator holds from the driver (what nvidia-smi shows, minus the CUDA
+    context); elsewhere they are None. ``method`` says how it was measured.
+    """
+
+    device: torch.device
+    peak_bytes: int = 0
+    current_bytes: int = 0
+    reserved_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    method: str = ""
+
+    def __str__(self) -> str:
+        text = f"peak {format_bytes(self.peak_bytes)}, left allocated {format_bytes(self.current_bytes)}"
+        if self.reserved_bytes is not None:
+            text += f", reserved {format_bytes(self.reserved_bytes)} (peak {format_bytes(self.peak_reserved_bytes)})"
+        return f"{text} on {self.device} [{self.method}]"
+
+
+def _profiler_busy() -> bool:
+    try:
+        return bool(torch._C._autograd._profiler_enabled())
+    except AttributeError:  # pragma: no cover - older torch
+        return False
+
+
+@contextlib.contextmanager
+def track_memory(device: str | torch.device | None = None, method: str = "auto") -> Iterator[MemoryStats]:
+    """Measure the tensor memory a block allocates: ``with track_memory(device) as mem: ...``.
+
+    ``method="auto"`` picks the most accurate source per device: ``"cuda"``
+    (the caching allocator's statistics, reset on entry, so a tracker inside
+    another resets the outer one's peak), ``"profiler"`` on the CPU (the
+    allocator's events, including temporaries inside operations; frees of
+    memory allocated before the block are not reported, so ``current_bytes``
+    only counts what the block allocated), or ``"tensors"`` (every operation's
+    output storages, watched until they are freed; misses temporaries inside
+    an operation; used on MPS and when a profiler is already running).
+    """
+    d = _device(device)
+    if method == "auto":
+        method = "cuda" if d.type == "cuda" else ("profiler" if d.type == "cpu" and not _profiler_busy() else "tensors")
+    stats = MemoryStats(device=d, method=method)
+    if method == "cuda":
+        dev.synchronize(d)
+        start = torch.cuda.memory_allocated(d)
+        torch.cuda.reset_peak_memory_stats(d)
+        yield stats
+        dev.synchronize(d)
+        stats.peak_bytes = max(0, torch.cuda.max_memory_allocated(d) - start)
+        stats.current_bytes = torch.cuda.memory_allocated(d) - start
+        stats.reserved_bytes = torch.cuda.memory_reserved(d)
+        stats.peak_reserved_bytes = torch.cuda.max_memory_reserved(d)
+    elif method == "profiler":
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
+        with prof:
+            yield stats
+        deltas = [
+            (e.start_ns(), e.nbytes())
+            for e in prof.profiler.kineto_results.events()
+            if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+        ]
+        deltas.sort(key=lambda p: p[0])
+        running = list(itertools.accumulate(n for _, n in deltas))
+        stats.peak_bytes = max([0, *running])
+        stats.current_bytes = running[-1] if running else 0
+    elif method == "tensors":
+        dev.synchronize(d)
+        table = _LiveTable()
+        with _Tracker(table, d.type):
+            yield stats
+        dev.synchronize(d)
+        stats.peak_bytes, stats.current_bytes = table.peak, table.live
+    else:
+        raise ValueError(f"method must be 'auto', 'cuda', 'profiler' or 'tensors', not {method!r}")
+
+
+def measure_peak(fn: Callable[[], Any], device: str | torch.device | None = None) -> int:
+    """Peak tensor bytes allocated while ``fn()`` runs, above what was allocated before.
+
+    What ``fn`` returns is dropped before the measurement ends, so it counts
+    only while it was alive inside ``fn``.
+    """
+    with track_memory(device) as mem:
+        fn()
+    return mem.peak_bytes
+
+
+# --------------------------------------------------------------------------- timeline
+
+
+class Timeline:
+    """Live tensor bytes after every operation of a block, with labelled marks.
+
+    ``tl.mark("backward")`` inside the block remembers where a phase starts,
+    so a chart can show the forward pass growing and the backward pass freeing.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.ops: list[str] = []
+        self.bytes: list[int] = []
+        self.marks: dict[str, int] = {}
+        self._table = _LiveTable()
+
+    def mark(self, label: str) -> None:
+        self.marks[label] = len(self.bytes)
+
+    def _record(self, op: str) -> None:
+        self.ops.append(op)
+        self.bytes.append(self._table.live)
+
+    @property
+    def peak_bytes(self) -> int:
+        return self._table.peak
+
+
+@contextlib.contextmanager
+def memory_timeline(device: str | torch.device | None = None) -> Iterator[Timeline]:
+    """Record live tensor bytes after each operation: ``with memory_timeline(device) as tl: ...``.
+
+    Counts the storages the block allocates and keeps alive (activations saved
+    for backward, gradients, optimizer state), operation by operation.
+    """
+    d = _device(device)
+    tl = Timeline(d)
+    with _Tracker(tl._table, d.type, timeline=tl):
+        yield tl
+
+
+# --------------------------------------------------------------------------- memory budget
+
+
+class MemoryBudget:
+    """Run out of memory on purpose, safely, on any device.
+
+    Inside ``with budget:``, every tensor allocated on ``device`` counts
+    against ``limit_bytes`` for as long as it stays alive (also after the
+    block ends, as on a real GPU). An allocation that would go over raises
+    ``torch.OutOfMemoryError``, the same exception a CUDA out-of-memory error
+    raises, so the recovery code is the code you need on a GPU.
+
+    ``live_bytes`` is what tensors allocated under the budget still hold
+    (``0`` means everything was freed), ``peak_bytes`` the most they ever held,
+    ``oom_count`` how many allocations were refused.
+
+    It counts tensor storages (what ``torch.cuda.memory_allocated`` counts),
+    not the temporaries inside one operation, nor the caching allocator's
+    reserve. With ``use_cuda_limit=True`` on CUDA it instead sets the real
+    allocator limit (``torch.cuda.set_per_process_memory_fraction``) while the
+    block runs: that limit counts everything the process reserves.
+    """
+
+    def __init__(self, limit_bytes: int, device: str | torch.device | None = None, use_cuda_limit: bool = False) -> None:
+        if limit_bytes <= 0:
+            raise ValueError(f"limit_bytes must be positive, got {limit_bytes}")
+        self.limit_bytes = int(limit_bytes)
+        self.device = _device(device)
+        self.use_cuda_limit = use_cuda_limit
+        if use_cuda_limit and self.device.type != "cuda":
+            raise ValueError(f"use_cuda_limit=True needs a CUDA device; the budget is on {self.device}")
+        self.oom_count = 0
+        self._table = _LiveTable()
+        self._modes: list[Any] = []
+        self._cuda_start = torch.cuda.memory_allocated(self.device) if use_cuda_limit else 0
+
+    @property
+    def live_bytes(self) -> int:
+        if self.use_cuda_limit:
+            return torch.cuda.memory_allocated(self.device) - self._cuda_start
+        return self._table.live
+
+    @property
+    def peak_bytes(self) -> int:
+        if self.use_cuda_limit:
+            return torch.cuda.max_memory_allocated(self.device) - self._cuda_start
+        return self._table.peak
+
+    def reset_peak(self) -> None:
+        """Start the peak again from what is live now."""
+        self._table.peak = self._table.live
+        if self.use_cuda_limit:
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def _oom(self, need: int) -> torch.OutOfMemoryError:
+        self.oom_count += 1
+        return torch.OutOfMemoryError(
+            f"Out of memory under the budget: tried to allocate {format_bytes(need)}; "
+            f"{format_bytes(self._table.live)} of the {format_bytes(self.limit_bytes)} budget is already in use "
+            f"(a simulated limit on {self.device}; a GPU raises this same exception type)."
+        )
+
+    def __enter__(self) -> MemoryBudget:
+        if self.use_cuda_limit:
+            total = torch.cuda.get_device_properties(self.device).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, self.limit_bytes / total), self.device)
+            self._modes.append(None)
+        else:
+            mode = _Tracker(self._table, self.device.type, limit=self.limit_bytes, budget=self)
+            mode.__enter__()
+            self._modes.append(mode)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        mode = self._modes.pop()
+        if mode is None:
+            torch.cuda.set_per_process_memory_fraction(1.0, self.device)
+            if exc_type is torch.OutOfMemoryError:
+                self.oom_count += 1
+        else:
+            mode.__exit__(exc_type, exc, tb)
+
+    def __repr__(self) -> str:
+        return (f"MemoryBudget({format_bytes(self.limit_bytes)} on {self.device}: live {format_bytes(self.live_bytes)}, "
+                f"peak {format_bytes(self.peak_bytes)}, {self.oom_count} refused)")
+
+
+def allocation_step(bytes_per_item: int, fixed_bytes: int = 0, device: str | torch.device | None = None) -> Callable[[int], None]:
+    """A stand-in for a training step whose memory grows exactly linearly with the batch size.
+
+    ``step(n)`` allocates ``fixed_bytes`` first (weights, say), then
+    ``n * bytes_per_item`` bytes at once (the activations), then lets both go.
+    Under a budget of B bytes the largest batch that fits is
+    ``(B - fixed_bytes) // bytes_per_item``: a search can be checked exactly.
+    """
+    d = _device(device)
+
+    def step(n: int) -> None:
+        weights = torch.empty(max(1, fixed_bytes), dtype=torch.uint8, device=d) if fixed_bytes else None
+        activations = torch.empty(n * bytes_per_item, dtype=torch.uint8, device=d)
+        del activations, weights
+
+    step.__name__ = f"allocation_step_{bytes_per_item}B_per_item"
+    return step
+
+
+# --------------------------------------------------------------------------- anatomy of a training step
+
+
+@dataclasses.dataclass
+class Anatomy:
+    """Bytes of each part of a training step's memory; None where not known."""
+
+    parameters: int
+    gradients: int
+    optimizer_state: int
+    activations: int | None = None
+    peak: int | None = None
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer_state + (self.activations or 0)
+
+
+_STATE_COPIES = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2}
+
+
+def _unique_params(model: nn.Module) -> list[nn.Parameter]:
+    return list(model.parameters())  # already deduplicated: a tied weight counts once
+
+
+def estimate_anatomy(model: nn.Module, dtype: torch.dtype | None = None, optimizer: str = "adam",
+                     example_input: torch.Tensor | None = None) -> Anatomy:
+    """What a training step needs, computed from the model's shapes, not measured.
+
+    Parameters: every parameter once (frozen ones too), ``numel * itemsize``
+    in ``dtype`` (default: the parameter's own dtype); buffers are not
+    parameters. Gradients: one per trainable parameter. Optimizer state:
+    ``exp_avg`` and ``exp_avg_sq`` per trainable parameter for Adam/AdamW
+    (its one-element ``step`` counters are left out), one momentum buffer for
+    SGD with momentum, none for plain SGD. Activations, when
+    ``example_input`` is given: the tensors autograd saves for backward
+    during one forward pass (counted once per storage).
+    """
+    params = _unique_params(model)
+    size = lambda p: p.numel() * (dtype.itemsize if dtype is not None else p.element_size())  # noqa: E731
+    trainable = sum(size(p) for p in params if p.requires_grad)
+    copies = _STATE_COPIES[optimizer.lower()]
+    activations = None
+    if example_input is not None:
+        activations = _saved_tensor_bytes(model, example_input)
+    return Anatomy(parameters=sum(size(p) for p in params), gradients=trainable,
+                   optimizer_state=copies * trainable, activations=activations)
+
+
+def _saved_tensor_bytes(model: nn.Module, x: torch.Tensor) -> int:
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        st = t.untyped_storage()
+        if st.data_ptr() not in params and st.data_ptr() != x.untyped_storage().data_ptr():
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(x)
+    del out
+    return sum(seen.values())
+
+
+def measure_anatomy(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,
+                    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                    device: str | torch.device | None = None) -> Anatomy:
+    """Run one training step and measure each part of its memory.
+
+    Parameters, gradients and optimizer state are the bytes of the tensors
+    that exist after the step (``p.grad``, ``optimizer.state``). Activations
+    are what the forward pass left allocated (everything kept for backward,
+    and the loss), measured by ``track_memory``; ``peak`` is the whole step's
+    peak above what was allocated before it.
+    """
+    d = _device(device)
+    optimizer.zero_grad(set_to_none=True)
+    with track_memory(d) as whole:
+        with track_memory(d, method="tensors") as fwd:
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        del loss
+        optimizer.step()
+    grads = sum(p.grad.untyped_storage().nbytes() for p in _unique_params(model) if p.grad is not None)
+    state = sum(v.untyped_storage().nbytes() for s in optimizer.state.values() for v in s.values()
+                if isinstance(v, torch.Tensor) and v.numel() > 1)
+    params = sum(p.numel() * p.element_size() for p in _unique_params(model))
+    return Anatomy(parameters=params, gradients=grads, optimizer_state=state,
+                   activations=fwd.current_bytes, peak=whole.peak_bytes)
+
+
+def anatomy_table(estimated: Anatomy, measured: Anatomy) -> str:
+    """The two anatomies side by side, one line per part, in MiB."""
+    rows = [("parameters", estimated.parameters, measured.parameters),
+            ("gradients", estimated.gradients, measured.gradients),
+            ("optimizer state", estimated.optimizer_state, measured.optimizer_state),
+            ("activations", estimated.activations, measured.activations),
+            ("peak of the step", None, measured.peak)]
+    lines = [f"{'':<18}{'estimated':>14}{'measured':>14}"]
+    lines += [f"{name:<18}{format_bytes(e):>14}{format_bytes(m):>14}" for name, e, m in rows]
+    return "\n".join(lines)
