@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from helpers.device import explain_device_error
+
 __all__ = [
     "CallLog",
     "CheckFailed",
@@ -140,16 +142,26 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
     nbgrader replaces each solution with ``raise NotImplementedError()``; this
     turns that into "``time_on_device`` is not written yet" instead of a bare
-    traceback.
+    traceback. A device mix-up inside ``fn`` (see
+    :func:`helpers.device.explain_device_error`) is explained in plain words.
     """
+    name = getattr(fn, "__name__", repr(fn))
     try:
         return fn(*args, **kwargs)
-    except NotImplementedError:
-        name = getattr(fn, "__name__", repr(fn))
+    except NotImplementedError as err:
+        if err.args:  # torch raises NotImplementedError("...") for real errors; the stub raises it bare
+            raise
         raise CheckFailed(
             f"`{name}` is not written yet: replace `raise NotImplementedError()` in its cell with your "
             f"code, run that cell, then run this check again."
         ) from None
+    except (RuntimeError, AssertionError) as err:
+        if isinstance(err, CheckFailed):
+            raise
+        meaning = explain_device_error(err)
+        if meaning is None:
+            raise
+        raise CheckFailed(f"`{name}` raised {type(err).__name__}: {err} This means {meaning}") from None
 
 
 def passed(what: str) -> None:

@@ -1,0 +1,8 @@
+# solution: forward-on
+# fails: forward-on-any-device
+# says: move the input
+# Typical mistake: the model is moved but the input is not.
+def forward_on(model, x, device):
+    model.to(device).eval()
+    with torch.no_grad():
+        return model(x)
