@@ -27,6 +27,19 @@ from nbgrader.converters.autograde import Autograde  # noqa: E402
 
 c.Autograde.sanitize_preprocessors = Autograde.class_traits()["sanitize_preprocessors"].default() + [SkipDemoCells]
 
+# Caps on every submission (helpers/grading/limits.py): kernel memory (RLIMIT_DATA) and
+# output per cell, applied while the notebook runs; the whole submission's wall-clock time,
+# enforced by `python -m helpers grade`, which runs each submission in its own process.
+from helpers.grading.limits import LimitedExecute  # noqa: E402
+from nbgrader.preprocessors import Execute  # noqa: E402
+
+c.GradingLimits.notebook_timeout = 900
+c.GradingLimits.memory_mb = 4096
+c.GradingLimits.output_kb = 256
+c.Autograde.autograde_preprocessors = [
+    LimitedExecute if p is Execute else p for p in Autograde.class_traits()["autograde_preprocessors"].default()
+]
+
 # Feedback shows no hidden test: neither its source nor its text through a traceback.
 from helpers.grading.preprocessors import HideHiddenTestOutput  # noqa: E402
 from nbgrader.converters.generate_feedback import GenerateFeedback  # noqa: E402

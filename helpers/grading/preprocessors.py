@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nbconvert.preprocessors import Preprocessor
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 __all__ = ["DEMO_TAG", "SkipDemoCells", "HideHiddenTestOutput", "is_demo_cell", "is_nbgrader_cell"]
 
@@ -32,8 +32,12 @@ def is_demo_cell(cell) -> bool:
     )
 
 
-class SkipDemoCells(Preprocessor):
-    """Blank out demonstration cells before a grading run executes the notebook."""
+class SkipDemoCells(NbGraderPreprocessor):
+    """Blank out demonstration cells before a grading run executes the notebook.
+
+    Based on ``NbGraderPreprocessor`` because it is enabled by default: a plain
+    nbconvert ``Preprocessor`` is registered disabled and silently never runs.
+    """
 
     def preprocess_cell(self, cell, resources, index):
         if is_demo_cell(cell):
@@ -42,7 +46,7 @@ class SkipDemoCells(Preprocessor):
         return cell, resources
 
 
-class HideHiddenTestOutput(Preprocessor):
+class HideHiddenTestOutput(NbGraderPreprocessor):
     """In feedback, reduce a failed hidden test's output to the failure message alone.
 
     ``ClearHiddenTests`` removes the hidden source, but a traceback still
