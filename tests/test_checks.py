@@ -1,0 +1,102 @@
+"""helpers.checks: failures are CheckFailed (an AssertionError) with a message a learner can act on."""
+
+import time
+
+import pytest
+import torch
+
+from helpers import checks
+from helpers.checks import CheckFailed
+
+
+def test_check_failed_is_an_assertion_error():
+    assert issubclass(CheckFailed, AssertionError)
+    with pytest.raises(CheckFailed, match="what to fix"):
+        checks.check(False, "what to fix")
+    checks.check(True, "never shown")
+
+
+def test_check_equal_reports_got_expected_and_hint():
+    with pytest.raises(CheckFailed, match=r"count: got 2; expected 11\. use numel"):
+        checks.check_equal(2, 11, "count", "use numel")
+    checks.check_equal(torch.ones(2), torch.ones(2), "same")
+    with pytest.raises(CheckFailed, match="dtype=torch.float16"):
+        checks.check_equal(torch.ones(2, dtype=torch.float16), torch.ones(2), "dtype differs")
+
+
+def test_check_close_and_dtype_and_type():
+    checks.check_close(torch.tensor([1.0]), torch.tensor([1.0 + 1e-7]), "close")
+    with pytest.raises(CheckFailed, match="grad"):
+        checks.check_close(torch.tensor([1.0]), torch.tensor([2.0]), "grad")
+    with pytest.raises(CheckFailed, match="expected dtype torch.bfloat16"):
+        checks.check_dtype(torch.ones(1), torch.bfloat16, "output")
+    with pytest.raises(CheckFailed, match="not a tensor"):
+        checks.check_dtype(1.0, torch.float32, "output")
+    with pytest.raises(CheckFailed, match="got a str"):
+        checks.check_type("cpu", torch.device, "device")
+
+
+def test_check_raises():
+    err = checks.check_raises(ValueError, lambda: int("x"), "parse")
+    assert isinstance(err, ValueError)
+    with pytest.raises(CheckFailed, match="got no exception"):
+        checks.check_raises(ValueError, lambda: 1, "parse")
+    with pytest.raises(CheckFailed, match="KeyError"):
+        checks.check_raises(ValueError, lambda: {}["k"], "parse")
+
+
+def test_solved_names_an_unwritten_stub():
+    def time_on_device():
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailed, match="`time_on_device` is not written yet"):
+        checks.solved(time_on_device)
+
+
+def test_solved_keeps_torch_not_implemented_errors():
+    def copies_meta():
+        return torch.ones(1, device="meta").to("cpu")
+
+    with pytest.raises(NotImplementedError):
+        checks.solved(copies_meta)
+
+
+def test_solved_explains_device_errors_and_passes_others_through():
+    def hard_coded():
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    with pytest.raises(CheckFailed, match="hard-coding 'cuda'"):
+        checks.solved(hard_coded)
+    with pytest.raises(ZeroDivisionError):
+        checks.solved(lambda: 1 / 0)
+    assert checks.solved(lambda a, b=1: a + b, 1, b=2) == 3
+
+
+def test_record_calls_logs_order_and_restores():
+    original = time.perf_counter
+    with checks.record_calls({"clock": (time, "perf_counter")}) as log:
+        time.perf_counter()
+        time.perf_counter()
+    assert log.events == ["clock", "clock"] and log.count("clock") == 2
+    assert time.perf_counter is original
+
+
+def test_record_calls_restores_after_error():
+    original = time.monotonic
+    with pytest.raises(RuntimeError):
+        with checks.record_calls({"clock": (time, "monotonic")}):
+            raise RuntimeError("boom")
+    assert time.monotonic is original
+
+
+def test_fake_machine_restores_the_real_answers():
+    real = (torch.cuda.is_available(), torch.cuda.device_count(), torch.backends.mps.is_available())
+    with checks.fake_machine(cuda=3, mps=False):
+        assert torch.cuda.is_available() and torch.cuda.device_count() == 3
+        assert torch.accelerator.current_accelerator() == torch.device("cuda", 0)
+    assert (torch.cuda.is_available(), torch.cuda.device_count(), torch.backends.mps.is_available()) == real
+
+
+def test_passed_prints_a_tick(capsys):
+    checks.passed("timer")
+    assert "timer: all checks passed" in capsys.readouterr().out

@@ -1,0 +1,70 @@
+"""`make lab` serves the course in JupyterLab with nbgrader's extensions, on a machine without a GPU.
+
+Starts the README's open command for real (with --no-browser on a free port), asks its REST API for a
+chapter and the list of lab extensions, and checks nbgrader's validation endpoint answers; then stops it.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from course import ROOT
+
+TOKEN = "course-test-token"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url):
+    request = urllib.request.Request(url, headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, response.read().decode()
+
+
+@pytest.fixture(scope="module")
+def lab():
+    port = _free_port()
+    args = f"--no-browser --port={port} --ip=127.0.0.1 --IdentityProvider.token={TOKEN}"
+    proc = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    try:
+        while True:
+            try:
+                _get(f"{base}/api/status")
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"JupyterLab did not start:\n{proc.stdout.read() if proc.poll() is not None else ''}")
+                time.sleep(0.5)
+        yield base
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_lab_serves_the_course_with_nbgrader(lab):
+    status, body = _get(f"{lab}/api/contents/notebooks/00_start/00_start.ipynb")
+    assert status == 200 and json.loads(body)["type"] == "notebook"
+    status, body = _get(f"{lab}/lab/api/extensions")
+    names = [ext["name"] for ext in json.loads(body)]
+    assert "jupyter-nbgrader" in names, f"nbgrader's lab extension is not loaded: {names}"
+    enabled = [ext for ext in json.loads(body) if ext["name"] == "jupyter-nbgrader"][0]
+    assert enabled.get("enabled", True)
+    status, _ = _get(f"{lab}/formgrader")
+    assert status == 200, "nbgrader's formgrader server extension does not answer"

@@ -1,0 +1,43 @@
+"""helpers.machine and `python -m helpers env`: the report never fails and says what the course will do."""
+
+import subprocess
+import sys
+
+import torch
+
+from helpers import machine
+from helpers.checks import fake_machine
+
+
+def test_report_lists_every_line_the_course_promises():
+    text = machine.format_report()
+    for label in ("torch", "CUDA runtime", "cuDNN", "NVIDIA driver", "CUDA toolkit (nvcc)", "Apple MPS", "CPU",
+                  "torch CPU threads", "course device", "Verdict:"):
+        assert label in text
+    assert torch.__version__ in text
+
+
+def test_verdict_without_gpu_says_chapters_run_on_cpu():
+    with fake_machine():
+        report = machine.describe_machine()
+    if report.build == "CPU":
+        assert report.verdict.startswith("no GPU found: every chapter runs on the CPU")
+    assert "skipped" in report.verdict
+
+
+def test_report_survives_a_forced_missing_device(monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "cuda:9")
+    with fake_machine():
+        report = machine.describe_machine()
+    assert report.chosen_device.startswith("none: 'cuda:9' was requested")
+
+
+def test_python_m_helpers_env_is_the_install_smoke_test():
+    proc = subprocess.run([sys.executable, "-m", "helpers", "env"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Verdict:" in proc.stdout and "torch" in proc.stdout
+
+
+def test_unknown_command_prints_usage_and_fails():
+    proc = subprocess.run([sys.executable, "-m", "helpers", "nonsense"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "env" in proc.stdout
