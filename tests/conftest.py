@@ -12,14 +12,31 @@ from helpers.grading import ensure_tools_on_path  # noqa: E402
 ensure_tools_on_path()  # nbgrader runs `alembic` by name
 
 
+GPU_SKIP_REASON = "needs a CUDA GPU; this machine has none (torch.cuda.is_available() is False)"
+#: The only reasons a test may be skipped for. Any other skip (a stray pytest.skip, an
+#: importorskip that hides a missing dependency) fails the run, as pytorch/tutorials does.
+ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON,)
+
+
 def pytest_collection_modifyitems(config, items):
     """Skip tests marked ``gpu`` on machines without CUDA, and say why."""
     if torch.cuda.is_available():
         return
-    reason = "needs a CUDA GPU; this machine has none (torch.cuda.is_available() is False)"
     for item in items:
         if "gpu" in item.keywords:
-            item.add_marker(pytest.mark.skip(reason=reason))
+            item.add_marker(pytest.mark.skip(reason=GPU_SKIP_REASON))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Turn a skip whose reason is not on ALLOWED_SKIP_REASONS into a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if not any(allowed in reason for allowed in ALLOWED_SKIP_REASONS):
+            report.outcome = "failed"
+            report.longrepr = f"skipped without an allowed reason (tests/conftest.py ALLOWED_SKIP_REASONS): {reason}"
 
 
 @pytest.fixture(scope="session")
