@@ -46,6 +46,7 @@ from helpers.device import synchronize
 
 __all__ = [
     "BackgroundQueue",
+    "FakeComparison",
     "NoisyTimingWarning",
     "SimulatedDevice",
     "Table",
@@ -682,3 +683,171 @@ def cpu_only_machine() -> Iterator[None]:
         ]
     with _patched(changes):
         yield
+
+
+# --------------------------------------------------------------------------- grading a CPU-vs-accelerator comparison
+
+
+def _type(device: Any) -> str:
+    try:
+        return torch.device(device).type
+    except (TypeError, RuntimeError):
+        return repr(device)
+
+
+def _floats(values: Any) -> list[float] | None:
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+
+
+class FakeComparison:
+    """Injected timings for grading ``compare_devices`` on any machine, fast and without a GPU.
+
+    ``seconds = {"cpu": [...], "cuda": [...]}`` gives the seconds per call
+    that :meth:`timer` reports for the work :meth:`make_work` made, one per
+    size, in the order of the sizes. The work functions carry their
+    ``(size, device type)``; the timer calls a function it does not recognise
+    (one that makes its inputs while it is timed) to find out what it made.
+    ``log`` records ``("make", size, type, inside_timed_region)`` and
+    ``("time", size, work type, timer type)``. The ``*_verdict`` methods return
+    None when all is right, else the message a learner reads.
+    """
+
+    def __init__(self, seconds: dict[str, Sequence[float]], *, run_timed: bool = False) -> None:
+        self.seconds = {k: list(v) for k, v in seconds.items()}
+        self.run_timed = run_timed
+        self.log: list[tuple] = []
+        self._sizes: list[int] = []
+        self._timing = False
+        self._made_inside: list[tuple[int, str]] = []
+
+    def make_work(self, size: int, device: Any) -> Callable[[], None]:
+        kind = _type(device)
+        self.log.append(("make", size, kind, self._timing))
+        if self._timing:
+            self._made_inside.append((size, kind))
+        if size not in self._sizes:
+            self._sizes.append(size)
+
+        def work() -> None:
+            pass
+
+        work.tag = (size, kind)  # type: ignore[attr-defined]
+        return work
+
+    def timer(self, fn: Callable[[], Any], device: Any = None, *args: Any, **kwargs: Any) -> float:
+        tag = getattr(fn, "tag", None)
+        if tag is None or self.run_timed:
+            self._timing, self._made_inside = True, []
+            try:
+                fn()
+            finally:
+                self._timing = False
+            if tag is None and self._made_inside:
+                tag = self._made_inside[-1]
+        if tag is None:
+            raise TypeError("the timer was given a function that is not the work make_work(size, device) returned")
+        size, kind = tag
+        self.log.append(("time", size, kind, _type(device)))
+        ordered = sorted(self._sizes)
+        return self.seconds[kind][ordered.index(size)]
+
+    # -- verdicts
+    def _expected(self, sizes: Sequence[int]) -> tuple[list[float], list[float], list[float]]:
+        cpu, acc = self.seconds["cpu"], self.seconds["cuda"]
+        return cpu, acc, [c / a for c, a in zip(cpu, acc)]
+
+    @staticmethod
+    def _missing(result: Any, keys: Sequence[str]) -> str | None:
+        if not isinstance(result, dict):
+            return f"compare_devices returned a {type(result).__name__}; expected a dict with the keys {list(keys)}."
+        missing = [k for k in keys if k not in result]
+        if missing:
+            return f"compare_devices returned a dict without the keys {missing}; expected all of {list(keys)}."
+        return None
+
+    def speedup_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
+        keys = ["accelerator", "sizes", "cpu_s", "accelerator_s", "speedup", "crossover"]
+        if (msg := self._missing(result, keys)) is not None:
+            return msg
+        cpu, acc, speedup = self._expected(sizes)
+        if _floats(result["sizes"]) != [float(n) for n in sizes]:
+            return f"\"sizes\": got {result['sizes']!r}; expected the sizes given, {list(sizes)}."
+        if result["accelerator"] is None:
+            return "\"accelerator\" is None although an accelerator was given; return the accelerator."
+        for key, want in (("cpu_s", cpu), ("accelerator_s", acc)):
+            got = _floats(result[key])
+            if got is None or len(got) != len(want) or any(abs(g - w) > 1e-9 * w for g, w in zip(got, want)):
+                return (f"\"{key}\": got {result[key]!r}; expected the timer's seconds per call for each size, "
+                        f"{want}. Time make_work(size, device) on each device with `timer`, in the order of the sizes.")
+        got = _floats(result["speedup"])
+        if got is not None and len(got) == len(speedup) and all(abs(g - s) <= 1e-6 * s for g, s in zip(got, speedup)):
+            return None
+        if got is not None and len(got) == len(speedup) and all(abs(g * s - 1) <= 1e-6 for g, s in zip(got, speedup)):
+            return (f"\"speedup\": got {got}, the inverted ratio accelerator / CPU; expected CPU time divided by "
+                    f"accelerator time, {speedup} (above 1 means the accelerator is faster).")
+        return f"\"speedup\": got {result['speedup']!r}; expected cpu_s / accelerator_s per size, {speedup}."
+
+    def crossover_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
+        if (msg := self._missing(result, ["crossover", "speedup"])) is not None:
+            return msg
+        _, _, speedup = self._expected(sizes)
+        want = crossover(sizes, speedup)
+        if result["crossover"] == want:
+            return None
+        text = (f"\"crossover\": got {result['crossover']!r}; expected {want!r}, for speed-ups "
+                f"{[round(s, 3) for s in speedup]} at sizes {list(sizes)}: the crossover is the smallest size from which "
+                f"the accelerator is faster (speed-up > 1) at that size and every larger one; None if it is not "
+                f"faster at the largest size.")
+        first = next((n for n, s in zip(sizes, speedup) if s > 1), None)
+        if result["crossover"] == first and first != want:
+            text += f" {first} is the first size where it wins, but it loses again at a larger size."
+        got = _floats(result["speedup"]) if result["speedup"] is not None else None
+        if got is not None and len(got) == len(speedup) and all(abs(g * s - 1) <= 1e-6 for g, s in zip(got, speedup)):
+            text += " Your speed-ups are inverted (accelerator / CPU): fix those first."
+        return text
+
+    def setup_verdict(self, sizes: Sequence[int], devices: Sequence[str]) -> str | None:
+        inside = [(n, k) for kind, n, k, timed in (e for e in self.log if e[0] == "make") if timed]
+        if inside:
+            return (f"inputs were created inside the timed region: make_work(size, device) ran while the timer was "
+                    f"timing (for {inside}). Call make_work before timing and pass the timer only the function it "
+                    f"returns, so creating the inputs is not measured.")
+        made = {(n, k) for kind, n, k, _ in (e for e in self.log if e[0] == "make")}
+        want = {(n, k) for n in sizes for k in devices}
+        if not want <= made:
+            return (f"make_work was not called for every size on every device outside the timed region: missing "
+                    f"{sorted(want - made)}. Make the inputs on each device with make_work(size, device).")
+        wrong = [(n, k, t) for _, n, k, t in (e for e in self.log if e[0] == "time") if k != t]
+        if wrong:
+            n, k, t = wrong[0]
+            return (f"the work made on {k} (size {n}) was timed with device={t}; pass the timer the device the "
+                    f"inputs were made on, so it synchronises that device (inputs made outside the timed region).")
+        return None
+
+    def no_accelerator_verdict(self, call: Callable[[], Any], sizes: Sequence[int]) -> str | None:
+        try:
+            result = call()
+        except AssertionError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the learner's error is the outcome to report
+            return (f"with accelerator=None (no accelerator), compare_devices raised {type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}. "
+                    f"Time the CPU, then return None for \"accelerator\", \"accelerator_s\", \"speedup\" and "
+                    f"\"crossover\".")
+        keys = ["accelerator", "sizes", "cpu_s", "accelerator_s", "speedup", "crossover"]
+        if (msg := self._missing(result, keys)) is not None:
+            return "with no accelerator: " + msg
+        not_none = [k for k in ("accelerator", "accelerator_s", "speedup", "crossover") if result[k] is not None]
+        if not_none:
+            return (f"with no accelerator (accelerator=None), {not_none} should be None: there is nothing to "
+                    f"compare the CPU with; got {[result[k] for k in not_none]}.")
+        other = sorted({k for e in self.log for k in e[2:3] if k != "cpu"})
+        if other:
+            return f"with no accelerator, compare_devices still made or timed work on {other}; use only the CPU."
+        got = _floats(result["cpu_s"]) if result["cpu_s"] is not None else None
+        if got != [float(v) for v in self.seconds["cpu"]]:
+            return (f"with no accelerator, \"cpu_s\" should still hold the CPU's seconds per call, "
+                    f"{self.seconds['cpu']}; got {result['cpu_s']!r}.")
+        return None
