@@ -1,6 +1,7 @@
 """The course from a terminal: ``python -m helpers COMMAND``.
 
     env        what this machine offers the course (also the install smoke test)
+    bench      matrix-product throughput on every device this machine has (chapter 01's sweep)
     release    regenerate notebooks/ from solutions/
     grade      grade submitted/ and print a status table
     feedback   HTML feedback for graded submissions
@@ -12,6 +13,27 @@ from __future__ import annotations
 import sys
 
 GRADING_COMMANDS = ("release", "grade", "feedback", "export")
+
+
+def bench(args: list[str]) -> int:
+    """Print chapter 01's matrix-product sweep for this machine: measured, never typed in."""
+    import torch
+
+    from helpers.benchmark import matmul_work, sweep
+    from helpers.machine import describe_machine
+
+    sizes = [int(a) for a in args] or [64, 128, 256, 512, 1024, 2048]
+
+    def make(n: int, device: torch.device):
+        a = torch.randn(n, n, device=device)
+        b = torch.randn(n, n, device=device)
+        return lambda: a @ b
+
+    report = describe_machine()
+    print(f"matrix product, float32; torch {report.torch_version} ({report.build}), {report.cpu_model}, "
+          f"{report.torch_threads} CPU threads" + "".join(f"; GPU {g.index}: {g.name}" for g in report.gpus))
+    print(sweep(make, sizes, work=matmul_work, label="matmul"))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {err}", file=sys.stderr)
             return 2
         return 0
+    if command == "bench":
+        return bench(argv[1:])
     if command in GRADING_COMMANDS:
         from helpers.grading.cli import main as grading_main
 

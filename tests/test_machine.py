@@ -41,3 +41,11 @@ def test_python_m_helpers_env_is_the_install_smoke_test():
 def test_unknown_command_prints_usage_and_fails():
     proc = subprocess.run([sys.executable, "-m", "helpers", "nonsense"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "env" in proc.stdout
+
+
+def test_python_m_helpers_bench_prints_a_measured_table():
+    proc = subprocess.run([sys.executable, "-m", "helpers", "bench", "32", "64"], capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.strip().startswith("matmul")]
+    assert len(rows) >= 2 and all("FLOP/s" in r for r in rows), proc.stdout
