@@ -44,14 +44,19 @@ __all__ = [
     "MemoryBudget",
     "MemoryStats",
     "Timeline",
+    "WatchedStep",
+    "accumulation_case",
     "allocation_step",
     "anatomy_table",
+    "big_batch_gradients",
     "estimate_anatomy",
+    "flat_gradients",
     "format_bytes",
     "free_memory",
     "measure_anatomy",
     "measure_peak",
     "memory_timeline",
+    "search_result",
     "track_memory",
 ]
 
@@ -79,16 +84,19 @@ def _device(device: str | torch.device | None) -> torch.device:
     return d
 
 
-def free_memory(device: str | torch.device | None = None) -> None:
+def free_memory(device: str | torch.device | None = None, full_gc: bool = False) -> None:
     """Collect Python garbage, then hand cached accelerator memory back to the driver.
 
     ``gc.collect()`` frees tensors kept alive only by reference cycles (an
-    exception's traceback and the frame that holds it make one).
+    exception's traceback and the frame that holds it make one). By default
+    only the young generations are collected, where a just-failed attempt's
+    objects are: a full collection takes a few hundred milliseconds once
+    torch is loaded; ``full_gc=True`` asks for it.
     ``torch.cuda.empty_cache()`` releases *cached, unused* blocks: it never
     frees a tensor that is still referenced. Call it outside an ``except``
     block: inside one, the exception still holds the failed frames' tensors.
     """
-    gc.collect()
+    gc.collect() if full_gc else gc.collect(1)
     d = _device(device)
     if d.type == "cuda" and torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -163,6 +171,12 @@ def _factory_bytes(func: Any, args: tuple, kwargs: dict, device_type: str) -> in
 
 class _Tracker(TorchDispatchMode):
     """Sees every operation's outputs, records the new storages, and enforces a limit if given."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, which imports
+        # torch._dynamo (seconds) on first use; this mode never runs under torch.compile.
+        return False
 
     def __init__(self, table: _LiveTable, device_type: str, limit: int | None = None,
                  budget: MemoryBudget | None = None, timeline: Timeline | None = None) -> None:
@@ -549,3 +563,86 @@ def anatomy_table(estimated: Anatomy, measured: Anatomy) -> str:
     lines = [f"{'':<18}{'estimated':>14}{'measured':>14}"]
     lines += [f"{name:<18}{format_bytes(e):>14}{format_bytes(m):>14}" for name, e, m in rows]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- what chapter 03's checks use
+
+
+def search_result(fn: Callable[..., Any], step: Callable[[int], Any], budget: MemoryBudget, **kwargs: Any) -> Any:
+    """Call a learner's batch-size search; an out-of-memory error that escapes it fails with a clear message.
+
+    The message is raised outside the ``except`` block, so the escaped
+    error's frames (and the tensors they hold) are gone by then.
+    """
+    from helpers.checks import CheckFailed, solved
+
+    escaped = None
+    try:
+        return solved(fn, step, budget, **kwargs)
+    except torch.OutOfMemoryError as err:
+        escaped = str(err)
+    raise CheckFailed(
+        f"`{getattr(fn, '__name__', 'the search')}` let torch.OutOfMemoryError escape ({escaped}); expected it to "
+        f"catch the error of every trial that does not fit and carry on. Recover: wrap each trial in "
+        f"`try: ... except torch.OutOfMemoryError:`, set a flag there, and try a smaller batch."
+    )
+
+
+class WatchedStep:
+    """Wraps ``step(n)`` and records, for each call, how many bytes were already held under the budget.
+
+    A search that recovers properly starts every trial with nothing held
+    from the trials before it.
+    """
+
+    def __init__(self, step: Callable[[int], Any], budget: MemoryBudget) -> None:
+        self.step, self.budget = step, budget
+        self.calls: list[tuple[int, int]] = []
+        self.__name__ = getattr(step, "__name__", "step")
+
+    def __call__(self, n: int) -> Any:
+        self.calls.append((n, self.budget.live_bytes))
+        return self.step(n)
+
+
+def accumulation_case(kind: str = "mlp", k: int = 4, seed: int = 0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    """A model and a batch of ``8 * k`` samples for checking gradient accumulation.
+
+    ``"mlp"``: a small MLP on random data, every micro-batch carries signal.
+    ``"last-only"``: a bias-free linear model whose first ``k - 1``
+    micro-batches are all zeros (their gradient is exactly zero), so only the
+    last one contributes: the scale of the result can be checked on its own.
+    """
+    g = torch.Generator().manual_seed(seed)
+    n = 8 * k
+    if kind == "mlp":
+        torch.manual_seed(seed)
+        model: nn.Module = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 1))
+        x = torch.randn(n, 6, generator=g)
+        y = torch.randn(n, 1, generator=g)
+    elif kind == "last-only":
+        torch.manual_seed(seed)
+        model = nn.Linear(6, 1, bias=False)
+        x = torch.zeros(n, 6)
+        y = torch.zeros(n, 1)
+        x[-8:] = torch.randn(8, 6, generator=g)
+        y[-8:] = torch.randn(8, 1, generator=g)
+    else:
+        raise ValueError(f"kind must be 'mlp' or 'last-only', not {kind!r}")
+    return model, x, y
+
+
+def big_batch_gradients(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                        x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
+    """The gradient of ``loss_fn(model(x), y)`` on the whole batch, one tensor per trainable parameter.
+
+    Computed with ``torch.autograd.grad``, so the model's ``.grad`` is left untouched.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    return list(torch.autograd.grad(loss_fn(model(x), y), params))
+
+
+def flat_gradients(model: nn.Module) -> torch.Tensor:
+    """Every trainable parameter's ``.grad`` in one vector (zeros where there is none yet)."""
+    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).detach()
+                      for p in model.parameters() if p.requires_grad])
