@@ -1,0 +1,106 @@
+"""``python -m helpers release|grade|feedback|export``: the instructor's commands (see INSTRUCTORS.md).
+
+    release  [--force]                           regenerate notebooks/ from solutions/; keeps edited notebooks
+    grade    [--assignment A] [--student S]      grade submitted/, print student x assignment with a status
+    feedback [--assignment A] [--student S]      HTML feedback in feedback/, hidden tests checked absent
+    export   [--to grades.csv]                   one CSV row per student and assignment, status beside score
+
+Every command takes ``--course DIR`` (default: the folder with nbgrader_config.py,
+from the current one upwards). Exit code: 0 when the command did its job (a
+wrong or crashed submission is a result, not a failure of the command); 1 when
+release kept edited notebooks or feedback found a problem; 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m helpers", description="Instructor commands for this course.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in [
+        ("grade", "grade every submission in submitted/ and print a status table"),
+        ("feedback", "write HTML feedback for graded submissions (no hidden test is shown)"),
+    ]:
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--assignment", help="only this assignment (e.g. 00_start)")
+        p.add_argument("--student", help="only this student id")
+        p.add_argument("--course", type=Path, help="course folder (holds nbgrader_config.py)")
+        if name == "grade":
+            p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p = sub.add_parser("export", help="write grades to CSV with a status column")
+    p.add_argument("--to", type=Path, default=None, help="CSV path (default: grades.csv in the course folder)")
+    p.add_argument("--course", type=Path)
+    p = sub.add_parser("release", help="regenerate notebooks/ from solutions/, never overwriting your edits")
+    p.add_argument("assignments", nargs="*", help="only these assignments (default: all)")
+    p.add_argument("--force", action="store_true", help="replace edited notebooks after backing each up beside it")
+    p.add_argument("--course", type=Path)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run one command; ``argv`` is what follows ``python -m helpers``."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+    from helpers.grading.course import Course, find_course_root
+
+    root = find_course_root(args.course)
+
+    if args.command == "release":
+        from helpers.grading.release import release
+
+        result = release(args.assignments or None, root=root, force=args.force)
+        for path in result.backups:
+            print(f"backed up your edited notebook to {path.relative_to(root)}")
+        print(f"release: {len(result.written)} file(s) written to notebooks/")
+        if result.kept:
+            print("kept, not overwritten (they differ from every release, so they hold someone's edits):", file=sys.stderr)
+            for path in result.kept:
+                print(f"  {path.relative_to(root)}", file=sys.stderr)
+            print("rename or move them to get the new version, or run `python -m helpers release --force`,"
+                  " which backs each one up beside itself first.", file=sys.stderr)
+            return 1
+        return 0
+
+    course = Course(root)
+    if args.command == "grade":
+        from helpers.grading.grade import grade
+        from helpers.grading.report import format_table, rows
+
+        todo = grade(course, args.assignment, args.student, progress=not args.no_progress)
+        if not todo:
+            print(f"nothing to grade in {course.submitted_dir} (expected submitted/<student>/<assignment>/)")
+        print(format_table(rows(course, args.assignment, args.student)))
+        return 0
+
+    if args.command == "feedback":
+        from helpers.grading.feedback import feedback
+
+        results = feedback(course, args.assignment, args.student)
+        bad = 0
+        for r in results:
+            if r.path:
+                print(f"{r.student}/{r.assignment}: {r.path.relative_to(course.root)}")
+            else:
+                print(f"{r.student}/{r.assignment}: {r.problem}")
+                bad += "hidden test" in r.problem or "no page" in r.problem
+        if not results:
+            print("no graded submissions: run `python -m helpers grade` first")
+        return 1 if bad else 0
+
+    if args.command == "export":
+        from helpers.grading.report import write_csv
+
+        path = args.to or course.root / "grades.csv"
+        n = write_csv(course, path)
+        print(f"wrote {n} rows to {path}")
+        return 0
+    return 2

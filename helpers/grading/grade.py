@@ -1,0 +1,154 @@
+"""Grade a class: every submission in its own nbgrader process, under the caps, with a status.
+
+Each submission runs ``nbgrader autograde <assignment> --student <id> --force``
+in a separate process group, so a submission that hangs past the
+whole-submission cap, or kills its kernel, stops only itself. The outcome of
+each comes from ``helpers.grading.status`` and is stored (replacing any
+earlier one), so grading twice gives the same table and no duplicate rows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+
+from helpers.grading.course import Course
+from helpers.grading.status import Evidence, Outcome, classify, notebook_findings, tamper_findings
+
+__all__ = ["grade", "grade_one", "register_assignment"]
+
+
+def register_assignment(course: Course, assignment: str) -> None:
+    """Record an assignment from ``solutions/`` in the gradebook, without touching ``notebooks/``.
+
+    nbgrader can only grade an assignment it generated; the release goes to a
+    throwaway folder so no learner notebook is ever written here.
+    """
+    from helpers.grading.release import generate_release
+
+    with tempfile.TemporaryDirectory() as tmp:
+        generate_release(Path(tmp), [assignment], root=course.root, db_url=course.db_url)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """Kill nbgrader and every process under it (the kernel runs in a session of its own)."""
+    try:
+        parent = psutil.Process(proc.pid)
+        family = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        family = []
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=10)
+    proc.wait()
+
+
+def _run_autograde(course: Course, student: str, assignment: str, limit: float, log_path: Path) -> tuple[int | None, float | None]:
+    """(exit code, None) or (None, seconds) when the whole-submission cap killed it."""
+    cmd = [
+        sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student, "--force",
+        "--Autograde.create_student=False",
+    ]
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=course.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return proc.wait(timeout=limit), None
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            return None, limit
+
+
+def _read_notebooks(folder: Path, names: list[str]) -> tuple[dict, list[str]]:
+    """Parse each expected notebook; return ({name: nb}, [problems])."""
+    nbs, problems = {}, []
+    for name in names:
+        path = folder / f"{name}.ipynb"
+        if not path.is_file():
+            problems.append(f"{path.name} is missing from the submission")
+            continue
+        try:
+            nbs[name] = nbformat.read(str(path), as_version=4)
+            nbformat.validate(nbs[name])
+        except Exception as err:  # noqa: BLE001 - any parse or schema failure is the evidence
+            kind = "not valid JSON" if "json" in type(err).__name__.lower() or "Expecting" in str(err) else "not a valid notebook"
+            problems.append(f"{path.name} is {kind} ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
+            nbs.pop(name, None)
+    return nbs, problems
+
+
+def grade_one(course: Course, student: str, assignment: str, roster: list[str], known: list[str]) -> Outcome:
+    """Grade one submission and store its outcome."""
+    limits = course.limits()
+    ev = Evidence(cell_timeout=course.cell_timeout, memory_mb=limits.memory_mb or None)
+    if assignment not in known:
+        ev.unknown.append(f"the course has no assignment {assignment!r} (not in the gradebook or {course.source_dir.name}/)")
+    if student not in roster:
+        ev.unknown.append(
+            f"{student!r} is not on the roster (the gradebook's students); add them with "
+            f"`nbgrader db student add {student}` and grade again"
+        )
+    if not ev.unknown:
+        with course.gradebook() as gb:
+            notebooks = {nb.name: list(nb.source_cells) for nb in gb.find_assignment(assignment).notebooks}
+        submitted, ev.unreadable = _read_notebooks(course.submitted_dir / student / assignment, sorted(notebooks))
+        if not ev.unreadable:
+            for name, nb in submitted.items():
+                ev.tampered += tamper_findings(nb, notebooks[name])
+            ev.exit_code, ev.killed_after = _run_autograde(
+                course, student, assignment, limits.notebook_timeout, course.log_path(student, assignment)
+            )
+            ev.log = course.log_path(student, assignment).read_text(errors="replace")
+            out_dir = course.autograded_dir / student / assignment
+            if ev.killed_after is not None:
+                shutil.rmtree(out_dir, ignore_errors=True)  # half-written: feedback must not use it
+            else:
+                for name in notebooks:
+                    path = out_dir / f"{name}.ipynb"
+                    if path.is_file():
+                        notebook_findings(nbformat.read(str(path), as_version=4), ev)
+            if ev.exit_code == 0 and ev.killed_after is None:
+                with course.gradebook() as gb:
+                    sub = gb.find_submission(assignment, student)
+                    ev.score, ev.max_score = float(sub.score), float(sub.max_score)
+            else:
+                with course.gradebook() as gb:
+                    ev.max_score = float(gb.find_assignment(assignment).max_score)
+    outcome = classify(student, assignment, ev)
+    course.save_outcome(outcome)
+    return outcome
+
+
+def grade(course: Course, assignment: str | None = None, student: str | None = None, progress: bool = True) -> list[Outcome]:
+    """Grade every submission in ``submitted/`` (or one assignment, or one student's)."""
+    from tqdm.auto import tqdm
+
+    todo = course.submissions(assignment, student)
+    known = set(course.graded_assignments())
+    for name in sorted({a for _, a in todo} - known):
+        if name in course.source_assignments():
+            register_assignment(course, name)
+            known.add(name)
+    roster = course.roster()
+    outcomes = []
+    start = time.perf_counter()
+    bar = tqdm(todo, desc="grading", unit="submission", disable=not progress)
+    for who, what in bar:
+        bar.set_postfix_str(f"{who}/{what}")
+        outcomes.append(grade_one(course, who, what, roster, sorted(known)))
+    elapsed = time.perf_counter() - start
+    if progress and todo:
+        print(f"graded {len(todo)} submissions in {elapsed:.0f} s ({60 * len(todo) / elapsed:.1f} per minute)", file=sys.stderr)
+    return outcomes

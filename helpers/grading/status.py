@@ -1,0 +1,239 @@
+"""What happened to one submission, decided from evidence only, never guessed.
+
+Every submission ends with exactly one status. When several apply, the first
+in this table wins; ``detail`` lists all the evidence found.
+
+==========  ===================================================================  ==========
+status      evidence that sets it                                                score
+==========  ===================================================================  ==========
+unknown     the assignment is not in the gradebook or ``solutions/``, or the     none
+            student is not on the gradebook's roster (nbgrader is not run)
+unreadable  a notebook of the submission is missing, is not JSON, or is not a    none
+            valid notebook (``nbformat.read`` fails; nbgrader is not run)
+crashed     nbgrader exited non-zero for any reason but a timeout (its log        none, or the
+            says which: "Kernel died", an exception), or a cell's output is a    score when the
+            MemoryError / "can't allocate memory" (the memory cap held it)       run finished
+timed out   the whole-submission cap killed the run (``notebook_timeout``), or  none, or the
+            a cell hit ``c.Execute.timeout`` (log "Timeout waiting for execute   score when the
+            reply", a ``CellTimeoutError`` output)                               run finished
+tampered    a locked cell is missing from the submission or lost its nbgrader   the score of
+            metadata (nbgrader log "Missing grade cell ... adding"), or its      the restored
+            source differs from the released one *and* from the checksum it was  tests
+            released with, or nbgrader reports a changed ``points``,
+            ``locked`` or ``cell_type``. nbgrader put the original back and
+            graded it
+wrong       the run finished and the gradebook's score is below the maximum     the score
+graded      the run finished and the score is the maximum                        the score
+==========  ===================================================================  ==========
+
+A score is only ever taken from the gradebook after a run that finished (exit
+code 0): a run that crashed or was killed has no score, never a plain 0.
+
+Two statuses are not outcomes of grading but appear in tables and the CSV:
+``missing`` (on the roster, nothing submitted) and ``not graded`` (submitted,
+not graded yet).
+
+Why "differs from the checksum it was released with" for ``tampered``: a cell
+that still matches the checksum stored in its own metadata is the version the
+learner was given; it differs from the current source only because the
+instructor fixed the test after release, which must not flag the whole class.
+nbgrader's own "checksum has changed" warning is no evidence here: it fires
+for every untouched test cell that has hidden tests.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from nbgrader import utils as nbutils
+from nbgrader.preprocessors import ClearHiddenTests
+
+__all__ = [
+    "STATUSES",
+    "Evidence",
+    "Outcome",
+    "classify",
+    "tamper_findings",
+    "notebook_findings",
+]
+
+#: Statuses of a grading run, most severe first (the first that applies wins).
+STATUSES = ("unknown", "unreadable", "crashed", "timed out", "tampered", "wrong", "graded")
+MISSING = "missing"
+NOT_GRADED = "not graded"
+
+MEMORY_TEXTS = ("can't allocate memory", "cannot allocate memory", "not enough memory")
+
+
+@dataclass
+class Evidence:
+    """What a grading run left behind for one (student, assignment)."""
+
+    unknown: list[str] = field(default_factory=list)  # why the course does not know it
+    unreadable: list[str] = field(default_factory=list)  # notebook -> parse error
+    exit_code: int | None = None  # nbgrader's; None when it was not run
+    killed_after: float | None = None  # seconds, when the whole-submission cap killed it
+    log: str = ""  # nbgrader's output
+    cell_errors: list[tuple[str, str, str]] = field(default_factory=list)  # (cell, ename, evalue)
+    output_cut: list[str] = field(default_factory=list)  # cells whose output hit the cap
+    tampered: list[str] = field(default_factory=list)
+    score: float | None = None
+    max_score: float | None = None
+    cell_timeout: float | None = None
+    memory_mb: int | None = None
+
+
+@dataclass
+class Outcome:
+    """One row of the grades table."""
+
+    student: str
+    assignment: str
+    status: str
+    score: float | None
+    max_score: float | None
+    detail: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _log_findings(log: str) -> dict[str, list[str]]:
+    found = {"cell_timeout": [], "dead": [], "iopub": [], "missing": [], "attribute": [], "errors": []}
+    for line in log.splitlines():
+        if "Timeout waiting for execute reply" in line:
+            found["cell_timeout"].append(line)
+        if "Kernel died" in line or "DeadKernelError" in line:
+            found["dead"].append(line)
+        if "Timeout waiting for IOPub output" in line or "CellTimeoutError" in line:
+            found["iopub"].append(line)
+        m = re.search(r"Missing grade cell (\S+) encountered", line)
+        if m:
+            found["missing"].append(m.group(1))
+        m = re.search(r"Attribute '(points|locked|cell_type)' for cell (\S+) has changed", line)
+        if m:
+            found["attribute"].append(f"`{m.group(2)}` had its {m.group(1)} changed (put back)")
+        if re.match(r"\s*\w+(Error|Exception): ", line):
+            found["errors"].append(line.strip())
+    return found
+
+
+def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
+    """The one status the evidence supports, with every finding in ``detail``."""
+
+    def outcome(status, score=None, notes=()):
+        return Outcome(student, assignment, status, score, ev.max_score if score is not None else None, "; ".join(notes))
+
+    if ev.unknown:
+        return outcome("unknown", notes=ev.unknown)
+    if ev.unreadable:
+        return outcome("unreadable", notes=ev.unreadable)
+
+    logged = _log_findings(ev.log)
+    finished = ev.exit_code == 0 and ev.killed_after is None
+    score = ev.score if finished else None
+    notes: list[str] = []
+    status = None
+
+    # crashed: the kernel died, nbgrader failed, or the memory cap stopped a cell
+    memory = [c for c, ename, evalue in ev.cell_errors if ename == "MemoryError" or any(t in evalue.lower() for t in MEMORY_TEXTS)]
+    if ev.killed_after is None and ev.exit_code not in (0, None) and not logged["iopub"]:
+        status = "crashed"
+        if logged["dead"]:
+            notes.append("the kernel died (the notebook exited or was killed); the run did not finish")
+        else:
+            last = logged["errors"][-1] if logged["errors"] else f"nbgrader exited with code {ev.exit_code}"
+            notes.append(f"grading failed: {last[:300]}")
+    if memory:
+        status = status or "crashed"
+        cap = f" ({ev.memory_mb} MiB)" if ev.memory_mb else ""
+        notes.append(f"hit the memory cap{cap} in {', '.join(memory)}" + ("; the rest was graded" if finished else ""))
+
+    # timed out: the whole submission, or one cell
+    if ev.killed_after is not None:
+        status = status or "timed out"
+        notes.append(f"the whole submission ran past {ev.killed_after:.0f} s and was stopped; no score")
+    timed_cells = [c for c, ename, _ in ev.cell_errors if ename in ("CellTimeoutError", "TimeoutError")]
+    if logged["cell_timeout"] or timed_cells or logged["iopub"]:
+        status = status or "timed out"
+        limit = f" {ev.cell_timeout:g} s" if ev.cell_timeout else ""
+        where = f" in {', '.join(timed_cells)}" if timed_cells else ""
+        if logged["iopub"] and not finished:
+            notes.append(f"a cell ran past the{limit} limit{where} and ignored the interrupt; no score")
+        else:
+            notes.append(f"a cell ran past the{limit} limit{where} and was interrupted; the rest was graded")
+
+    tampered = list(ev.tampered) + [a for a in logged["attribute"] if a not in ev.tampered]
+    if tampered:
+        status = status or "tampered"
+        notes.extend(tampered)
+
+    if ev.output_cut:
+        notes.append(f"output cut at the cap in {', '.join(ev.output_cut)}")
+
+    if status is None:
+        if not finished or score is None or ev.max_score is None:
+            status = "crashed"
+            notes.append("the run finished without a score in the gradebook")
+        elif score < ev.max_score:
+            status = "wrong"
+        else:
+            status = "graded"
+    return outcome(status, score, notes)
+
+
+def _cell_name(cell, index: int) -> str:
+    gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    return f"`{gid}`" if gid else f"cell {index + 1}"
+
+
+def notebook_findings(nb, ev: Evidence) -> None:
+    """Add what an autograded notebook's outputs show (errors, cut output) to ``ev``."""
+    from helpers.grading.limits import OUTPUT_CUT_MARK
+
+    for index, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code":
+            continue
+        name = _cell_name(cell, index)
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                ev.cell_errors.append((name, out.get("ename", ""), str(out.get("evalue", ""))))
+            elif out.get("output_type") == "stream" and OUTPUT_CUT_MARK in out.get("text", ""):
+                ev.output_cut.append(name)
+
+
+def _released_source(source: str) -> str:
+    """A test cell's source as the learner received it: hidden tests removed."""
+    from nbformat.v4 import new_code_cell
+
+    cell = new_code_cell(source)
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source
+
+
+def tamper_findings(nb, source_cells) -> list[str]:
+    """Locked cells the learner removed or changed, compared with the gradebook's source cells.
+
+    ``source_cells``: nbgrader ``SourceCell`` rows of this notebook (name, locked, source).
+    """
+    by_id = {}
+    for cell in nb.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid:
+            by_id[gid] = cell
+    found = []
+    for src in source_cells:
+        if not src.locked:
+            continue
+        cell = by_id.get(src.name)
+        if cell is None:
+            found.append(f"`{src.name}` was deleted or lost its nbgrader metadata (put back and graded)")
+            continue
+        if cell.get("source", "").strip() == _released_source(src.source).strip():
+            continue
+        stored = cell.get("metadata", {}).get("nbgrader", {}).get("checksum")
+        if stored and nbutils.compute_checksum(cell) == stored:
+            continue  # the version the learner was given; the test was changed after release
+        found.append(f"`{src.name}` was changed (the original was put back and graded)")
+    return found

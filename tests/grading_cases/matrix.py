@@ -1,0 +1,240 @@
+"""A tiny course and a matrix of submissions, each with the outcome INSTRUCTORS.md promises.
+
+The course is built in a temporary folder by the tests (nothing here depends on
+the chapters): one assignment ``01_tiny`` with two exercises, three points,
+short limits (``LIMITS``), and a roster of the students below.
+
+``square`` (1 point: ``square-check``) and ``total`` (2 points: ``total-check``).
+Each grade cell has a visible check and a hidden one; the hidden ones carry the
+marker ``HIDDEN_MARK`` in their source and in their assertion text, so a test
+can prove neither reaches the feedback.
+
+Every case is a function ``(released notebook) -> notebook | bytes`` that
+makes the learner's file; ``OUTCOMES`` says what grading must report:
+
+===================  ==========================================  ===========  ======
+student              what the learner did                        status       score
+===================  ==========================================  ===========  ======
+solved               our solution                                graded       3
+blank                handed in the released notebook unchanged   wrong        0
+wrong                square is x*abs(x): passes the visible      wrong        2
+                     check, fails the hidden one; total right
+different            correct, written differently                graded       3
+assert_true          blank, ``square-check`` rewritten to        tampered     0
+                     ``assert True`` (restored and graded)
+deleted_test         solved, ``total-check`` deleted (restored)  tampered     3
+stripped_meta        solved, ``total-check``'s nbgrader          tampered     3
+                     metadata removed (restored)
+infinite_loop        ``while True: pass`` in ``square``          timed out    2
+                     (cell interrupted; ``total`` still graded)
+swallow_interrupt    a loop that catches KeyboardInterrupt       timed out    none
+memory_bomb          allocates until it fails; held by the       crashed      2
+                     memory cap (MemoryError), rest graded
+output_flood         prints ~20 MB, then solves; held by the     graded       3
+                     output cap
+dies                 ``os._exit(1)``: the kernel dies            crashed      none
+bad_json             not JSON at all                             unreadable   none
+unknown_student      a student not on the roster                 unknown      none
+===================  ==========================================  ===========  ======
+
+Plus one submission for an assignment the course does not have
+(``solved`` hands in ``99_ghost``): status ``unknown``, no score.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ASSIGNMENT = "01_tiny"
+GHOST_ASSIGNMENT = "99_ghost"
+HIDDEN_MARK = "HIDDEN-SECRET"
+MAX_SCORE = 3.0
+
+#: Short caps so the whole matrix runs in about two minutes and cannot exhaust the machine.
+LIMITS = """
+# --- test course: short limits ---
+c.Execute.timeout = 5
+c.GradingLimits.notebook_timeout = 40
+c.GradingLimits.memory_mb = 1024
+c.GradingLimits.output_kb = 64
+"""
+
+SQUARE = "def square(x):\n    \"\"\"Return x squared.\"\"\"\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION\n"
+TOTAL = "def total(xs):\n    \"\"\"Return the sum of xs.\"\"\"\n    ### BEGIN SOLUTION\n    return sum(xs)\n    ### END SOLUTION\n"
+SQUARE_CHECK = (
+    '"""Check that square squares."""\n'
+    'assert square(3) == 9, f"square(3) gave {square(3)}, expected 9"\n'
+    "### BEGIN HIDDEN TESTS\n"
+    f"assert square(-4) == 16  # {HIDDEN_MARK}-1\n"
+    "### END HIDDEN TESTS\n"
+)
+TOTAL_CHECK = (
+    '"""Check that total adds up."""\n'
+    "assert total([1, 2]) == 3, f\"total([1, 2]) gave {total([1, 2])}, expected 3\"\n"
+    "### BEGIN HIDDEN TESTS\n"
+    f"assert total(range(5)) == 10  # {HIDDEN_MARK}-2\n"
+    "### END HIDDEN TESTS\n"
+)
+
+
+def _meta(**nbgrader) -> dict:
+    return {"nbgrader": {"schema_version": 3, **nbgrader}}
+
+
+def source_notebook() -> nbformat.NotebookNode:
+    """The instructor's version of ``01_tiny``, with solutions and hidden tests."""
+    cells = [
+        new_markdown_cell("# A tiny assignment\nWrite `square` and `total`."),
+        new_code_cell("import math  # an ordinary cell"),
+        new_code_cell("import time\ntime.sleep(60)  # a heavy demonstration: skipped while grading", metadata={"tags": ["demo"]}),
+        new_code_cell(SQUARE, metadata=_meta(solution=True, grade=False, locked=False, grade_id="square")),
+        new_code_cell(SQUARE_CHECK, metadata=_meta(solution=False, grade=True, locked=True, grade_id="square-check", points=1)),
+        new_code_cell(TOTAL, metadata=_meta(solution=True, grade=False, locked=False, grade_id="total")),
+        new_code_cell(TOTAL_CHECK, metadata=_meta(solution=False, grade=True, locked=True, grade_id="total-check", points=2)),
+    ]
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def _cell(nb, grade_id):
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def _solve(nb, square="def square(x):\n    return x * x\n", total="def total(xs):\n    return sum(xs)\n"):
+    nb = copy.deepcopy(nb)
+    _cell(nb, "square").source = square
+    _cell(nb, "total").source = total
+    return nb
+
+
+def solved(nb):
+    return _solve(nb)
+
+
+def blank(nb):
+    return copy.deepcopy(nb)
+
+
+def wrong(nb):
+    return _solve(nb, square="def square(x):\n    return x * abs(x)\n")
+
+
+def different(nb):
+    return _solve(
+        nb,
+        square="square = lambda x: x ** 2\n",
+        total="def total(xs):\n    result = 0\n    for x in xs:\n        result += x\n    return result\n",
+    )
+
+
+def assert_true(nb):
+    nb = copy.deepcopy(nb)
+    _cell(nb, "square-check").source = "assert True\n"
+    return nb
+
+
+def deleted_test(nb):
+    nb = solved(nb)
+    nb.cells.remove(_cell(nb, "total-check"))
+    return nb
+
+
+def stripped_meta(nb):
+    nb = solved(nb)
+    cell = _cell(nb, "total-check")
+    del cell.metadata["nbgrader"]
+    cell.source = "pass  # the learner emptied this test too\n"
+    return nb
+
+
+def infinite_loop(nb):
+    return _solve(nb, square="while True:\n    pass\n")
+
+
+def swallow_interrupt(nb):
+    loop = "import time\nwhile True:\n    try:\n        time.sleep(0.2)\n    except KeyboardInterrupt:\n        pass\n"
+    return _solve(nb, square=loop)
+
+
+def memory_bomb(nb):
+    bomb = "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))\n"
+    return _solve(nb, square=bomb)
+
+
+def output_flood(nb):
+    flood = "for _ in range(20_000):\n    print('x' * 1000)\n\ndef square(x):\n    return x * x\n"
+    return _solve(nb, square=flood)
+
+
+def dies(nb):
+    return _solve(nb, square="import os\nos._exit(1)\n")
+
+
+def bad_json(nb):
+    return b'{"cells": [ this is not json'
+
+
+def unknown_student(nb):
+    return solved(nb)
+
+
+CASES = {
+    f.__name__: f
+    for f in (
+        solved, blank, wrong, different, assert_true, deleted_test, stripped_meta, infinite_loop,
+        swallow_interrupt, memory_bomb, output_flood, dies, bad_json, unknown_student,
+    )
+}
+
+#: student -> (status, score or None, text the status detail must contain)
+OUTCOMES = {
+    "solved": ("graded", 3.0, ""),
+    "blank": ("wrong", 0.0, ""),
+    "wrong": ("wrong", 2.0, ""),
+    "different": ("graded", 3.0, ""),
+    "assert_true": ("tampered", 0.0, "square-check"),
+    "deleted_test": ("tampered", 3.0, "total-check"),
+    "stripped_meta": ("tampered", 3.0, "total-check"),
+    "infinite_loop": ("timed out", 2.0, "5 s"),
+    "swallow_interrupt": ("timed out", None, ""),
+    "memory_bomb": ("crashed", 2.0, "memory"),
+    "output_flood": ("graded", 3.0, "output"),
+    "dies": ("crashed", None, "kernel died"),
+    "bad_json": ("unreadable", None, "json"),
+    "unknown_student": ("unknown", None, "roster"),
+}
+
+#: Students the course knows (the gradebook's roster); ``unknown_student`` is not among them.
+ROSTER = [name for name in CASES if name != "unknown_student"] + ["bystander"]
+
+
+def write_submission(course: Path, student: str, assignment: str, content) -> Path:
+    """Put a learner's notebook where ``nbgrader collect`` would: submitted/<student>/<assignment>/."""
+    folder = course / "submitted" / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{ASSIGNMENT}.ipynb"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        nbformat.write(content, str(path))
+    (folder / "timestamp.txt").write_text("2025-01-15 10:00:00.000000 UTC")
+    return path
+
+
+def released(course: Path) -> nbformat.NotebookNode:
+    return nbformat.read(str(course / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"), as_version=4)
+
+
+def make_course(course: Path, repo_config: Path) -> None:
+    """The course folder: config (the repo's plus ``LIMITS``), the source notebook."""
+    course.mkdir(parents=True, exist_ok=True)
+    (course / "nbgrader_config.py").write_text(repo_config.read_text() + LIMITS)
+    src = course / "solutions" / ASSIGNMENT
+    src.mkdir(parents=True, exist_ok=True)
+    nbformat.write(source_notebook(), str(src / f"{ASSIGNMENT}.ipynb"))
