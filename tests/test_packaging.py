@@ -17,7 +17,8 @@ def _pip_requirements():
 
 def _conda_requirements():
     found = {}
-    for line in (ROOT / "environment.yml").read_text().splitlines():
+    text = (ROOT / "environment.yml").read_text()
+    for line in text.split("\ndependencies:", 1)[1].splitlines():
         match = re.match(r"^\s+-\s+([A-Za-z0-9_.\-]+)(.*)$", line)
         if match and match.group(1) not in ("python", "pip"):
             name = CONDA_NAMES.get(match.group(1).lower(), match.group(1).lower())
