@@ -1,0 +1,16 @@
+# solution: amp-clip-step
+# fails: amp-clip-step-unscaled
+# says: unscale_
+# Typical mistake: clipping the scaled gradients (no unscale_ before clip_grad_norm_).
+import torch
+
+
+def amp_clip_step(model, x, y, loss_fn, optimizer, scaler, device_type, dtype, max_norm):
+    optimizer.zero_grad()
+    with torch.autocast(device_type, dtype=dtype):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
