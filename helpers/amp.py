@@ -506,6 +506,21 @@ def spy_step(
     return rec
 
 
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run the checks' tiny steps on one CPU thread, then restore the thread count.
+
+    The grading task's tensors are a few kilobytes: handing each op to a
+    thread pool costs more than the op, and on a busy machine far more.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_on_task(
     step_fn: Callable,
     dtype: torch.dtype,
@@ -529,9 +544,10 @@ def run_on_task(
     model, x, y = model.to(device), x.to(device), y.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scaler = torch.amp.GradScaler(device_type, init_scale=init_scale, growth_interval=growth_interval)
-    ref_grads = reference_grads(model, x, y, F.mse_loss, device_type, dtype)
-    ref_loss = reference_loss(model, x, y, F.mse_loss, device_type, dtype)
-    rec = spy_step(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype, *extra, inf_grad=inf_grad)
+    with _one_thread():
+        ref_grads = reference_grads(model, x, y, F.mse_loss, device_type, dtype)
+        ref_loss = reference_loss(model, x, y, F.mse_loss, device_type, dtype)
+        rec = spy_step(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype, *extra, inf_grad=inf_grad)
     rec.model, rec.x, rec.y, rec.optimizer, rec.scaler = model, x, y, optimizer, scaler
     rec.reference_grads, rec.reference_loss = ref_grads, ref_loss
     return rec
@@ -551,12 +567,13 @@ def train_on_task(
     model, x, y = grading_task(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     before = reference_loss(model, x, y, F.mse_loss)
-    for _ in range(steps):
-        if step_fn is None or dtype == torch.float32:
-            fp32_step(model, x, y, F.mse_loss, optimizer)
-        else:
-            optimizer.zero_grad(set_to_none=True)
-            scaler = torch.amp.GradScaler(device_type, init_scale=1.0)
-            _prime(scaler, x.device)
-            solved(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype)
+    with _one_thread():
+        for _ in range(steps):
+            if step_fn is None or dtype == torch.float32:
+                fp32_step(model, x, y, F.mse_loss, optimizer)
+            else:
+                optimizer.zero_grad(set_to_none=True)
+                scaler = torch.amp.GradScaler(device_type, init_scale=1.0)
+                _prime(scaler, x.device)
+                solved(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype)
     return before, reference_loss(model, x, y, F.mse_loss)
