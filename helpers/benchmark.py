@@ -535,8 +535,9 @@ class SimulatedDevice:
       ``helpers.device.synchronize`` and ``helpers.benchmark.synchronize``,
       waits for the virtual queue (any arguments are accepted);
     * for ``kind="cuda"``, ``torch.cuda.is_available()`` and
-      ``torch.accelerator.is_available()`` return True, so a timer that
-      synchronises only when there is a GPU behaves as it would on one.
+      ``torch.accelerator.is_available()`` return True (and
+      ``torch.accelerator.current_accelerator()`` the simulated device), so a
+      timer that synchronises only when there is a GPU behaves as it would on one.
 
     Names bound to those functions in ``namespaces`` (a learner's
     ``from time import perf_counter``) are replaced too. ``log`` records, in
@@ -634,7 +635,11 @@ class SimulatedDevice:
         for owner, attr in _sync_routes():
             changes.append((owner, attr, self.synchronize))
         if self.asynchronous:
-            changes += [(torch.cuda, "is_available", self._returns(True)), (torch.cuda, "device_count", self._returns(1))]
+            changes += [
+                (torch.cuda, "is_available", self._returns(True)),
+                (torch.cuda, "device_count", self._returns(1)),
+                (torch.cuda, "current_device", self._returns(0)),
+            ]
             if hasattr(torch, "accelerator"):
                 changes += [
                     (torch.accelerator, "is_available", self._returns(True)),
