@@ -1,0 +1,167 @@
+"""helpers.memory: peak and current memory, the budget's out-of-memory errors, anatomy, timeline."""
+
+import gc
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from helpers import memory as mem
+
+MiB = 2**20
+
+
+@pytest.mark.parametrize("method", ["profiler", "tensors"])
+def test_track_memory_on_cpu_sees_tensors_peak_and_what_is_left(method):
+    with mem.track_memory("cpu", method=method) as m:
+        a = torch.empty(MiB, dtype=torch.uint8)
+        b = torch.empty(2 * MiB, dtype=torch.uint8)
+        del b
+    assert m.peak_bytes == 3 * MiB
+    assert m.current_bytes == MiB
+    assert m.reserved_bytes is None
+    del a
+
+
+def test_measure_peak_counts_temporaries_above_the_start():
+    keep = torch.empty(4 * MiB, dtype=torch.uint8)  # allocated before: not counted
+    peak = mem.measure_peak(lambda: torch.ones(256, 1024) @ torch.ones(1024, 256), "cpu")
+    assert peak == (256 * 1024 * 2 + 256 * 256) * 4
+    del keep
+
+
+def test_budget_raises_the_real_out_of_memory_type_and_frees_what_it_refused():
+    budget = mem.MemoryBudget(MiB, "cpu")
+    with budget:
+        small = torch.empty(MiB // 2, dtype=torch.uint8)
+    with pytest.raises(torch.OutOfMemoryError, match="budget"):
+        with budget:
+            torch.empty(MiB, dtype=torch.uint8)
+    assert issubclass(torch.OutOfMemoryError, RuntimeError) and budget.oom_count == 1
+    assert budget.live_bytes == MiB // 2  # the refused tensor was never kept
+    del small
+    assert budget.live_bytes == 0 and budget.peak_bytes == MiB // 2
+
+
+def test_budget_checks_outputs_of_ordinary_operations_and_counts_views_once():
+    budget = mem.MemoryBudget(3 * 4 * 1000, "cpu")
+    x = torch.ones(1000)  # outside the budget: not counted
+    with budget:
+        y = x * 2
+        v = y[:10]  # a view: no new memory
+        z = y + 1
+    assert budget.live_bytes == 2 * 4000
+    with pytest.raises(torch.OutOfMemoryError):
+        with budget:
+            torch.cat([y, z])  # 8000 more bytes than allowed
+    assert budget.live_bytes == 8000
+    del y, z
+    assert budget.live_bytes == 4000  # the view keeps y's storage alive
+    del v
+    assert budget.live_bytes == 0
+
+
+def test_budget_sees_activations_saved_for_backward_until_backward_frees_them():
+    model = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 1))
+    budget = mem.MemoryBudget(64 * MiB, "cpu")
+    x = torch.randn(512, 64)
+    with budget:
+        loss = model(x).square().mean()
+    saved = budget.live_bytes
+    assert saved >= 512 * 256 * 4  # the tanh output is kept for backward
+    with budget:
+        loss.backward()
+    del loss
+    grads = sum(p.grad.numel() * 4 for p in model.parameters())
+    assert budget.live_bytes == grads
+
+
+def test_an_exception_kept_alive_keeps_the_failed_tensors_held():
+    budget = mem.MemoryBudget(10_000, "cpu")
+    step = mem.allocation_step(1000, fixed_bytes=4000, device="cpu")
+    kept = None
+    try:
+        with budget:
+            step(20)
+    except torch.OutOfMemoryError as err:
+        kept = err
+    assert budget.live_bytes == 4000  # the failed frame still holds its first tensor
+    kept = None
+    gc.collect()
+    assert budget.live_bytes == 0
+
+
+def test_allocation_step_fits_exactly_the_advertised_batch():
+    budget = mem.MemoryBudget(37 * 4096 + 100 + 50, "cpu")
+    step = mem.allocation_step(4096, fixed_bytes=100, device="cpu")
+    with budget:
+        step(37)
+    with pytest.raises(torch.OutOfMemoryError):
+        with budget:
+            step(38)
+    assert budget.live_bytes == 0
+
+
+def test_anatomy_estimate_matches_the_tensors_of_a_real_adam_step():
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+    model[0].bias.requires_grad_(False)
+    x, y = torch.randn(16, 32), torch.randn(16, 4)
+    est = mem.estimate_anatomy(model, optimizer="adam", example_input=x)
+    got = mem.measure_anatomy(model, torch.optim.Adam(model.parameters()), x, y, F.mse_loss, "cpu")
+    n_all = sum(p.numel() for p in model.parameters())
+    n_train = n_all - 64
+    assert (est.parameters, est.gradients, est.optimizer_state) == (4 * n_all, 4 * n_train, 8 * n_train)
+    assert (got.parameters, got.gradients, got.optimizer_state) == (est.parameters, est.gradients, est.optimizer_state)
+    assert est.activations > 0 and got.activations >= est.activations and got.peak > 0
+    assert mem.estimate_anatomy(model, dtype=torch.bfloat16).parameters == 2 * n_all
+    assert "activations" in mem.anatomy_table(est, got)
+
+
+def test_timeline_grows_in_forward_and_shrinks_in_backward():
+    model = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 1))
+    x = torch.randn(256, 64)
+    with mem.memory_timeline("cpu") as tl:
+        tl.mark("forward")
+        loss = model(x).square().mean()
+        tl.mark("backward")
+        loss.backward()
+        del loss
+    end_forward = tl.bytes[tl.marks["backward"] - 1]
+    assert end_forward >= 2 * 256 * 256 * 4  # both tanh outputs are kept for backward
+    grads = sum(p.numel() * 4 for p in model.parameters())
+    assert grads <= tl.bytes[-1] < grads + 256 * 256 * 4  # backward freed the activations, kept the gradients
+    assert tl.peak_bytes >= end_forward and len(tl.ops) == len(tl.bytes)
+
+
+def test_accumulation_case_last_only_has_zero_gradient_before_the_last_micro_batch():
+    model, x, y = mem.accumulation_case("last-only", k=4)
+    first = mem.big_batch_gradients(model, F.mse_loss, x[:8], y[:8])
+    assert all(g.abs().sum() == 0 for g in first)
+    assert mem.flat_gradients(model).abs().sum() == 0  # .grad untouched
+
+
+def test_format_bytes():
+    assert mem.format_bytes(1536) == "1.50 KiB" and mem.format_bytes(12) == "12 B" and mem.format_bytes(None) == "n/a"
+
+
+@pytest.mark.gpu
+def test_cuda_track_memory_and_real_limit():
+    d = torch.device("cuda")
+    with mem.track_memory(d) as m:
+        a = torch.empty(8 * MiB, dtype=torch.uint8, device=d)
+        b = torch.empty(8 * MiB, dtype=torch.uint8, device=d)
+        del b
+    assert m.method == "cuda" and m.peak_bytes >= 16 * MiB and m.current_bytes >= 8 * MiB
+    assert m.reserved_bytes >= m.current_bytes
+    del a
+    budget = mem.MemoryBudget(256 * MiB, d, use_cuda_limit=True)
+    with pytest.raises(torch.OutOfMemoryError):
+        with budget:
+            torch.empty(budget.limit_bytes * 4, dtype=torch.uint8, device=d)
+    mem.free_memory(d)
+    sim = mem.MemoryBudget(MiB, d)
+    with pytest.raises(torch.OutOfMemoryError):
+        with sim:
+            torch.empty(2 * MiB, dtype=torch.uint8, device=d)
+    assert sim.live_bytes == 0
