@@ -1,7 +1,7 @@
 """``python -m helpers release|grade|feedback|export``: the instructor's commands (see INSTRUCTORS.md).
 
     release  [--force]                           regenerate notebooks/ from solutions/; keeps edited notebooks
-    grade    [--assignment A] [--student S]      grade submitted/, print student x assignment with a status
+    grade    [--assignment A] [--student S] [--jobs N]  grade submitted/, print student x assignment with a status
     feedback [--assignment A] [--student S]      HTML feedback in feedback/, hidden tests checked absent
     export   [--to grades.csv]                   one CSV row per student and assignment, status beside score
 
@@ -33,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--course", type=Path, help="course folder (holds nbgrader_config.py)")
         if name == "grade":
             p.add_argument("--no-progress", action="store_true", help="no progress bar")
+            p.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
     p = sub.add_parser("export", help="write grades to CSV with a status column")
     p.add_argument("--to", type=Path, default=None, help="CSV path (default: grades.csv in the course folder)")
     p.add_argument("--course", type=Path)
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> int:
         from helpers.grading.grade import grade
         from helpers.grading.report import format_table, rows
 
-        todo = grade(course, args.assignment, args.student, progress=not args.no_progress)
+        todo = grade(course, args.assignment, args.student, progress=not args.no_progress, jobs=args.jobs)
         if not todo:
             print(f"nothing to grade in {course.submitted_dir} (expected submitted/<student>/<assignment>/)")
         print(format_table(rows(course, args.assignment, args.student)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from helpers.grading import ensure_tools_on_path
 __all__ = ["Course", "find_course_root"]
 
 CONFIG_FILE = "nbgrader_config.py"
+_SAVING = threading.Lock()  # grading threads store outcomes one at a time
 
 
 def find_course_root(start: Path | None = None) -> Path:
@@ -126,12 +128,14 @@ class Course:
         return json.loads(path.read_text()) if path.is_file() else {}
 
     def save_outcome(self, outcome) -> None:
-        outcomes = self.load_outcomes()
-        outcomes[f"{outcome.student}/{outcome.assignment}"] = outcome.as_dict()
-        self.records_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.records_dir / "outcomes.json.tmp"
-        tmp.write_text(json.dumps(dict(sorted(outcomes.items())), indent=1))
-        os.replace(tmp, self.records_dir / "outcomes.json")
+        """Store one outcome, replacing the earlier one for the same student and assignment."""
+        with _SAVING:
+            outcomes = self.load_outcomes()
+            outcomes[f"{outcome.student}/{outcome.assignment}"] = outcome.as_dict()
+            self.records_dir.mkdir(parents=True, exist_ok=True)
+            tmp = self.records_dir / "outcomes.json.tmp"
+            tmp.write_text(json.dumps(dict(sorted(outcomes.items())), indent=1))
+            os.replace(tmp, self.records_dir / "outcomes.json")
 
     def log_path(self, student: str, assignment: str) -> Path:
         return self.records_dir / "logs" / f"{student}__{assignment}.log"

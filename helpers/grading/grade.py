@@ -107,10 +107,14 @@ def grade_one(course: Course, student: str, assignment: str, roster: list[str], 
         if not ev.unreadable:
             for name, nb in submitted.items():
                 ev.tampered += tamper_findings(nb, notebooks[name])
-            ev.exit_code, ev.killed_after = _run_autograde(
-                course, student, assignment, limits.notebook_timeout, course.log_path(student, assignment)
-            )
-            ev.log = course.log_path(student, assignment).read_text(errors="replace")
+            for attempt in range(3):  # another grading process may hold the gradebook for a moment
+                ev.exit_code, ev.killed_after = _run_autograde(
+                    course, student, assignment, limits.notebook_timeout, course.log_path(student, assignment)
+                )
+                ev.log = course.log_path(student, assignment).read_text(errors="replace")
+                if ev.exit_code == 0 or "database is locked" not in ev.log:
+                    break
+                time.sleep(1 + attempt)
             out_dir = course.autograded_dir / student / assignment
             if ev.killed_after is not None:
                 shutil.rmtree(out_dir, ignore_errors=True)  # half-written: feedback must not use it
@@ -131,8 +135,16 @@ def grade_one(course: Course, student: str, assignment: str, roster: list[str], 
     return outcome
 
 
-def grade(course: Course, assignment: str | None = None, student: str | None = None, progress: bool = True) -> list[Outcome]:
-    """Grade every submission in ``submitted/`` (or one assignment, or one student's)."""
+def grade(
+    course: Course, assignment: str | None = None, student: str | None = None, progress: bool = True, jobs: int = 1
+) -> list[Outcome]:
+    """Grade every submission in ``submitted/`` (or one assignment, or one student's).
+
+    ``jobs`` submissions run at once, each in its own process (the gradebook
+    is SQLite: a run that finds it locked is retried).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     from tqdm.auto import tqdm
 
     todo = course.submissions(assignment, student)
@@ -144,10 +156,10 @@ def grade(course: Course, assignment: str | None = None, student: str | None = N
     roster = course.roster()
     outcomes = []
     start = time.perf_counter()
-    bar = tqdm(todo, desc="grading", unit="submission", disable=not progress)
-    for who, what in bar:
-        bar.set_postfix_str(f"{who}/{what}")
-        outcomes.append(grade_one(course, who, what, roster, sorted(known)))
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(grade_one, course, who, what, roster, sorted(known)) for who, what in todo]
+        for future in tqdm(futures, desc="grading", unit="submission", disable=not progress):
+            outcomes.append(future.result())
     elapsed = time.perf_counter() - start
     if progress and todo:
         print(f"graded {len(todo)} submissions in {elapsed:.0f} s ({60 * len(todo) / elapsed:.1f} per minute)", file=sys.stderr)
