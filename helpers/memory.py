@@ -244,6 +244,32 @@ class MemoryStats:
         return f"{text} on {self.device} [{self.method}]"
 
 
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Iterator[None]:
+    """Silence C++-level stderr while the profiler starts and stops.
+
+    Kineto prints "USDT ... profiler_start/stop" lines on file descriptor 2 at
+    every start and stop; in a notebook they land in the learner's output as
+    noise. Only the start and stop are silenced, never the measured block.
+    """
+    import os
+    import sys
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no real fd 2 (some embedded interpreters)
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _profiler_busy() -> bool:
     try:
         return bool(torch._C._autograd._profiler_enabled())
@@ -280,8 +306,13 @@ def track_memory(device: str | torch.device | None = None, method: str = "auto")
         stats.peak_reserved_bytes = torch.cuda.max_memory_reserved(d)
     elif method == "profiler":
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
-        with prof:
+        with _quiet_native_stderr():
+            prof.__enter__()
+        try:
             yield stats
+        finally:
+            with _quiet_native_stderr():
+                prof.__exit__(None, None, None)
         deltas = [
             (e.start_ns(), e.nbytes())
             for e in prof.profiler.kineto_results.events()
