@@ -2,6 +2,7 @@
 
     env        what this machine offers the course (also the install smoke test)
     bench      matrix-product throughput on every device this machine has (chapter 01's sweep)
+    bench --vs-timer [ROUNDS]   the course timer against torch.utils.benchmark.Timer (1024x1024)
     release    regenerate notebooks/ from solutions/
     grade      grade submitted/ and print a status table
     feedback   HTML feedback for graded submissions
@@ -22,6 +23,16 @@ def bench(args: list[str]) -> int:
     from helpers.benchmark import matmul_work, sweep
     from helpers.machine import describe_machine
 
+    if args[:1] == ["--vs-timer"]:
+        from helpers.benchmark import compare_with_torch_timer, format_seconds
+
+        rounds = int(args[1]) if len(args) > 1 else 5
+        table = compare_with_torch_timer(rounds=rounds)
+        print(f"1024x1024 float32 matrix product on the CPU, {table[0]['num_threads']} threads, torch {torch.__version__}")
+        for row in table:
+            print(f"round {row['round']}: Timer.blocked_autorange {format_seconds(row['torch_timer'])}, "
+                  f"time_callable {format_seconds(row['time_callable'])}, difference {row['difference']:+.2%}")
+        return 0
     sizes = [int(a) for a in args] or [64, 128, 256, 512, 1024, 2048]
 
     def make(n: int, device: torch.device):

@@ -57,6 +57,7 @@ __all__ = [
     "format_seconds",
     "matmul_work",
     "add_work",
+    "compare_with_torch_timer",
     "plot_sweep",
     "sweep",
     "synchronize",
@@ -365,6 +366,28 @@ def sweep(
         row["size"] = n
         table.append(row)
         del fn
+    return table
+
+
+def compare_with_torch_timer(n: int = 1024, rounds: int = 5, num_threads: int | None = None,
+                             min_run_time: float = 1.0) -> Table:
+    """The course's timer against ``torch.utils.benchmark.Timer.blocked_autorange`` on one CPU matrix product.
+
+    Same (n, n) product, same thread count, the two interleaved for ``rounds``
+    rounds so a change in machine load hits both. One row per round with both
+    medians and their relative difference; run by ``python -m helpers bench
+    --vs-timer``. A report, not a test: timings on a shared machine wander.
+    """
+    threads = int(num_threads) if num_threads is not None else torch.get_num_threads()
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+    table = Table()
+    for r in range(rounds):
+        ref = torch_benchmark.Timer("a @ b", globals={"a": a, "b": b}, num_threads=threads).blocked_autorange(
+            min_run_time=min_run_time)
+        ours = time_callable(lambda: a @ b, "cpu", num_threads=threads, min_run_time=min_run_time, warn=False)
+        table.append({"round": r, "size": n, "num_threads": threads, "torch_timer": ref.median,
+                      "time_callable": ours.median, "difference": (ours.median - ref.median) / ref.median})
     return table
 
 

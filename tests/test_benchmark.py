@@ -204,3 +204,13 @@ def test_time_callable_on_cuda_reports_the_device_and_all_threads():
     t = bench.time_callable(lambda: a @ a, "cuda", min_run_time=0.05, flops=2 * 1024**3)
     assert t.median > 0 and t.device.startswith("cuda") and t.flops_per_s > 0
     assert t.num_threads == torch.get_num_threads()
+
+
+def test_compare_with_torch_timer_reports_both_medians_per_round():
+    from helpers.benchmark import compare_with_torch_timer
+
+    table = compare_with_torch_timer(n=64, rounds=2, num_threads=1, min_run_time=0.01)
+    assert [row["round"] for row in table] == [0, 1]
+    for row in table:
+        assert row["torch_timer"] > 0 and row["time_callable"] > 0
+        assert row["difference"] == (row["time_callable"] - row["torch_timer"]) / row["torch_timer"]
