@@ -100,3 +100,14 @@ def test_fake_machine_restores_the_real_answers():
 def test_passed_prints_a_tick(capsys):
     checks.passed("timer")
     assert "timer: all checks passed" in capsys.readouterr().out
+
+
+def test_check_raises_does_not_mistake_a_stub_for_the_expected_error():
+    def stub(*args):
+        raise NotImplementedError()
+
+    # NotImplementedError is a RuntimeError: without care an unsolved stub would pass check_raises(RuntimeError, ...)
+    with pytest.raises(CheckFailed, match="not written yet"):
+        checks.check_raises(RuntimeError, lambda: stub("cuda"), "choose_device('cuda')")
+    with pytest.raises(CheckFailed, match="`stub` is not written yet"):
+        checks.check_raises(RuntimeError, lambda: checks.solved(stub, "cuda"), "choose_device('cuda')")
