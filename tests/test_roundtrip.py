@@ -1,28 +1,54 @@
-"""The nbgrader round trip in a throwaway course: the reference solution scores full marks,
-the blank release scores 0, graded by real `nbgrader autograde` with this repo's config.
+"""The nbgrader round trip in a throwaway course, graded by real `nbgrader autograde` with this repo's config:
 
-Wrong submissions are graded by tests/test_exercises.py, which runs the same cells in-process.
+- the reference solution scores full marks;
+- the blank release scores 0;
+- a "mistakes" submission (every exercise answered by one of its wrong submissions from
+  tests/submissions) loses exactly the points of the grade cells those submissions name, and
+  nbgrader's cell-by-cell outcome equals the in-process runner's (tests/course.py), which is what
+  lets tests/test_exercises.py grade every other wrong submission without a kernel per submission.
 """
 
 import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from course import chapters, grade_cells, load, solution_path
+from course import chapters, grade_cells, load, nbgrader_meta, run_graded_cells, solution_path, submissions
+
+
+def mistakes_for(chapter):
+    """One wrong submission per exercise of ``chapter`` (the first by name): grade_id -> Submission."""
+    chosen = {}
+    for sub in submissions():
+        if sub.chapter == chapter and sub.fails and sub.solution not in chosen:
+            chosen[sub.solution] = sub
+    return chosen
+
+
+def _mistakes_notebook(released_path, chapter):
+    nb = nbformat.read(str(released_path), as_version=4)
+    chosen = mistakes_for(chapter)
+    for cell in nb.cells:
+        sub = chosen.get(nbgrader_meta(cell).get("grade_id")) if nbgrader_meta(cell).get("solution") else None
+        if sub is not None:
+            cell.source = sub.source
+    return nb
 
 
 @pytest.fixture(scope="module")
 def graded(released_course):
     course = released_course
     for chapter in chapters():
-        for student, source in (("reference", solution_path(chapter)),
-                                ("blank", course / "release" / chapter / f"{chapter}.ipynb")):
-            dest = course / "submitted" / student / chapter
-            dest.mkdir(parents=True, exist_ok=True)
-            shutil.copy(source, dest / f"{chapter}.ipynb")
+        released = course / "release" / chapter / f"{chapter}.ipynb"
+        for student in ("reference", "blank", "mistakes"):
+            (course / "submitted" / student / chapter).mkdir(parents=True, exist_ok=True)
+        shutil.copy(solution_path(chapter), course / "submitted" / "reference" / chapter / f"{chapter}.ipynb")
+        shutil.copy(released, course / "submitted" / "blank" / chapter / f"{chapter}.ipynb")
+        nbformat.write(_mistakes_notebook(released, chapter),
+                       str(course / "submitted" / "mistakes" / chapter / f"{chapter}.ipynb"))
         proc = subprocess.run(
             [sys.executable, "-m", "nbgrader", "autograde", chapter, "--force", "--create", "--log-level=WARN",
              f"--CourseDirectory.root={course}"],
@@ -30,6 +56,11 @@ def graded(released_course):
         )
         assert proc.returncode == 0, f"autograde {chapter} failed:\n{proc.stdout}\n{proc.stderr}"
     return course
+
+
+def _cell_scores(gb, chapter, student):
+    submission = gb.find_submission(chapter, student)
+    return {g.name: (g.score, g.max_score) for nb in submission.notebooks for g in nb.grades if g.cell_type == "code"}
 
 
 @pytest.mark.slow
@@ -43,3 +74,20 @@ def test_reference_scores_full_marks_and_blank_scores_zero(graded, chapter):
         failing = [g.name for nb in reference.notebooks for g in nb.grades if g.score != g.max_score]
         assert reference.score == maximum, f"{chapter}: the reference solution loses points in {failing}"
         assert blank.score == 0, f"{chapter}: the blank release scores {blank.score} of {maximum}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", chapters())
+def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter):
+    chosen = mistakes_for(chapter)
+    assert chosen, f"{chapter} has no wrong submission in tests/submissions/{chapter}"
+    expected_failures = {gid for sub in chosen.values() for gid in sub.fails}
+    with Gradebook(f"sqlite:///{graded / 'gradebook.db'}") as gb:
+        scores = _cell_scores(gb, chapter, "mistakes")
+    lost = {gid for gid, (score, maximum) in scores.items() if score != maximum}
+    assert lost == expected_failures, f"{chapter}: nbgrader took points from {sorted(lost)}, expected {sorted(expected_failures)}"
+    assert all(scores[g][0] == 0 for g in lost), f"{chapter}: partial credit where a check failed: {scores}"
+    in_process = run_graded_cells(load(solution_path(chapter)), {gid: sub.source for gid, sub in chosen.items()})
+    assert {g for g, r in in_process.items() if not r.passed} == lost, (
+        f"{chapter}: the in-process runner and nbgrader disagree on which checks fail"
+    )
