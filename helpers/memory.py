@@ -47,6 +47,7 @@ __all__ = [
     "WatchedStep",
     "accumulation_case",
     "allocation_step",
+    "bits_hint",
     "anatomy_table",
     "big_batch_gradients",
     "estimate_anatomy",
@@ -55,6 +56,7 @@ __all__ = [
     "free_memory",
     "measure_anatomy",
     "measure_peak",
+    "micro_batch_peak",
     "memory_timeline",
     "search_result",
     "track_memory",
@@ -442,10 +444,13 @@ class MemoryBudget:
 
     def _oom(self, need: int) -> torch.OutOfMemoryError:
         self.oom_count += 1
+        # The text starts as CUDA's own does ("CUDA out of memory. Tried to allocate ..."), so recovery
+        # code that checks the message (``"out of memory" in str(err)``, the idiom from before
+        # torch.OutOfMemoryError existed) behaves here as it would on a GPU.
         return torch.OutOfMemoryError(
-            f"Out of memory under the budget: tried to allocate {format_bytes(need)}; "
-            f"{format_bytes(self._table.live)} of the {format_bytes(self.limit_bytes)} budget is already in use "
-            f"(a simulated limit on {self.device}; a GPU raises this same exception type)."
+            f"CUDA out of memory (simulated: a MemoryBudget on {self.device}). Tried to allocate "
+            f"{format_bytes(need)}; {format_bytes(self._table.live)} of the {format_bytes(self.limit_bytes)} budget "
+            f"is already in use. A real GPU raises this same exception type."
         )
 
     def __enter__(self) -> MemoryBudget:
@@ -640,6 +645,9 @@ def accumulation_case(kind: str = "mlp", k: int = 4, seed: int = 0) -> tuple[nn.
     """A model and a batch of ``8 * k`` samples for checking gradient accumulation.
 
     ``"mlp"``: a small MLP on random data, every micro-batch carries signal.
+    ``"wide"``: ``32 * k`` samples through a 1024-wide hidden layer, so that a
+    micro-batch's activations outweigh the gradients: whether the micro-batches'
+    activations are alive one at a time or all together shows in the peak.
     ``"last-only"``: a bias-free linear model whose first ``k - 1``
     micro-batches are all zeros (their gradient is exactly zero), so only the
     last one contributes: the scale of the result can be checked on its own.
@@ -651,6 +659,11 @@ def accumulation_case(kind: str = "mlp", k: int = 4, seed: int = 0) -> tuple[nn.
         model: nn.Module = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 1))
         x = torch.randn(n, 6, generator=g)
         y = torch.randn(n, 1, generator=g)
+    elif kind == "wide":
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(4, 1024), nn.Tanh(), nn.Linear(1024, 1))
+        x = torch.randn(4 * n, 4, generator=g)
+        y = torch.randn(4 * n, 1, generator=g)
     elif kind == "last-only":
         torch.manual_seed(seed)
         model = nn.Linear(6, 1, bias=False)
@@ -659,7 +672,7 @@ def accumulation_case(kind: str = "mlp", k: int = 4, seed: int = 0) -> tuple[nn.
         x[-8:] = torch.randn(8, 6, generator=g)
         y[-8:] = torch.randn(8, 1, generator=g)
     else:
-        raise ValueError(f"kind must be 'mlp' or 'last-only', not {kind!r}")
+        raise ValueError(f"kind must be 'mlp', 'wide' or 'last-only', not {kind!r}")
     return model, x, y
 
 
@@ -677,3 +690,29 @@ def flat_gradients(model: nn.Module) -> torch.Tensor:
     """Every trainable parameter's ``.grad`` in one vector (zeros where there is none yet)."""
     return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).detach()
                       for p in model.parameters() if p.requires_grad])
+
+
+def micro_batch_peak(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                     x: torch.Tensor, y: torch.Tensor, k: int) -> int:
+    """Peak bytes of forward and backward on one micro-batch (``len(x) // k`` samples), gradients included.
+
+    Run on a copy of ``model`` and counted by live storages (``method="tensors"``,
+    deterministic), so it is the yardstick for an accumulation that keeps one
+    micro-batch's activations alive at a time.
+    """
+    import copy
+
+    twin = copy.deepcopy(model)
+    twin.zero_grad(set_to_none=True)
+    m = len(x) // k
+    with track_memory(x.device, method="tensors") as stats:
+        loss_fn(twin(x[:m]), y[:m]).backward()
+    return stats.peak_bytes
+
+
+def bits_hint(got: Any, expected: Any) -> str:
+    """A sentence naming the bits-for-bytes slip when ``got`` is exactly 8 times ``expected``; else ``""``."""
+    if isinstance(got, (int, float)) and isinstance(expected, (int, float)) and expected and got == 8 * expected:
+        return (" That is 8 times too much: torch.finfo(dtype).bits counts bits, and a byte has 8 of them "
+                "(bytes per element: torch.finfo(dtype).bits // 8, or dtype.itemsize).")
+    return ""

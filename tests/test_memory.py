@@ -141,6 +141,35 @@ def test_accumulation_case_last_only_has_zero_gradient_before_the_last_micro_bat
     assert mem.flat_gradients(model).abs().sum() == 0  # .grad untouched
 
 
+def test_budget_error_reads_like_cudas_so_message_checks_recognise_it():
+    """Recovery code written before torch.OutOfMemoryError checks the text: it must see an out-of-memory error."""
+    with pytest.raises(RuntimeError) as info:
+        with mem.MemoryBudget(1024, "cpu"):
+            torch.empty(4096, dtype=torch.uint8)
+    text = str(info.value)
+    assert "out of memory" in text and "CUDA out of memory" in text and "Tried to allocate 4.00 KiB" in text
+    assert "simulated" in text and "cpu" in text  # and it does not pretend to be a real GPU
+
+
+def test_one_micro_batch_peak_is_far_below_all_micro_batches_alive_together():
+    k = 8
+    model, x, y = mem.accumulation_case("wide", k=k)
+    one = mem.micro_batch_peak(model, F.mse_loss, x, y, k)
+    assert all(p.grad is None for p in model.parameters())  # measured on a copy
+    with mem.track_memory("cpu", method="tensors") as stepwise:
+        for xb, yb in zip(x.chunk(k), y.chunk(k)):
+            (F.mse_loss(model(xb), yb) / k).backward()
+    model.zero_grad(set_to_none=True)
+    with mem.track_memory("cpu", method="tensors") as summed:
+        (sum(F.mse_loss(model(xb), yb) for xb, yb in zip(x.chunk(k), y.chunk(k))) / k).backward()
+    assert stepwise.peak_bytes < 1.5 * one < 2 * one < summed.peak_bytes / 1.5
+
+
+def test_bits_hint_names_only_the_factor_of_eight():
+    assert "bits" in mem.bits_hint(8 * 1132, 1132)
+    assert mem.bits_hint(1132, 1132) == "" and mem.bits_hint(2 * 1132, 1132) == "" and mem.bits_hint(None, 0) == ""
+
+
 def test_format_bytes():
     assert mem.format_bytes(1536) == "1.50 KiB" and mem.format_bytes(12) == "12 B" and mem.format_bytes(None) == "n/a"
 

@@ -1,5 +1,5 @@
 # solution: max-batch-size
-# fails: max-batch-size-recover
+# fails: max-batch-size-only-oom
 # says: catch only torch.OutOfMemoryError
 def max_batch_size(step, budget, start=1, limit=65536):
     """Catches every exception, so a real bug looks like a full GPU."""
