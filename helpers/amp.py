@@ -20,12 +20,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+import torch._dynamo  # noqa: F401 - every optimizer imports it when first built (seconds, cold): pay at import, not in a check
 import torch.nn.functional as F
 from torch import nn
 
 from helpers import benchmark, memory
 from helpers import device as dev
-from helpers.checks import solved
+from helpers.checks import CheckFailed, solved
 from helpers.models import MLP, make_regression, set_seed
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "amp_plan",
     "autocast_policy",
     "autocast_step",
+    "check_given_scaler",
     "compare_precisions",
     "flat_grads",
     "flat_params",
@@ -392,6 +394,7 @@ class StepRecord:
     scaler_updates: int = 0  # calls of scaler.update()
     optimizer_steps: list[bool] = dataclasses.field(default_factory=list)  # one per optimizer.step: inside scaler.step?
     grads_at_step: list[torch.Tensor] = dataclasses.field(default_factory=list)  # what the optimizer saw
+    other_scalers: int = 0  # scale/step/update calls on a GradScaler other than the one passed in
     params_before: torch.Tensor | None = None
     params_after: torch.Tensor | None = None
     scale_before: float | None = None
@@ -422,6 +425,78 @@ def _prime(scaler: torch.amp.GradScaler, device: torch.device) -> None:
         scaler.scale(torch.zeros((), device=device))
 
 
+WEIGHTS_CAST = (
+    "the model's weights are no longer float32 after the step: the step converted the model "
+    "(`model.half()` / `model.to(dtype)`). Autocast keeps fp32 master weights and casts a copy for each matrix "
+    "product; do not convert the model, wrap the forward pass in `with torch.autocast(device_type, dtype=dtype):`."
+)
+
+UPDATE_BEFORE_STEP = (
+    "scaler.update() was called before scaler.step(optimizer) (GradScaler raised \"No inf checks were recorded "
+    "prior to update\"): update reads what step found. Call `scaler.step(optimizer)` first, then `scaler.update()`."
+)
+
+
+def _call_step(step_fn: Callable, model: nn.Module, *args: Any) -> Any:
+    """``solved(step_fn, model, *args)``, with the crashes of two wrong approaches explained by name.
+
+    Converting the model to fp16 makes ``scaler.step`` raise "Attempting to
+    unscale FP16 gradients" (bf16 passes there and fails later on a dtype
+    mismatch); either way the weights are not fp32 afterwards. Calling
+    ``scaler.update()`` before ``scaler.step()`` makes GradScaler assert.
+    """
+    try:
+        result = solved(step_fn, model, *args)
+    except ValueError as err:
+        if "unscale FP16 gradients" in str(err):
+            raise CheckFailed(WEIGHTS_CAST) from None
+        raise
+    except AssertionError as err:
+        if "No inf checks were recorded" in str(err):
+            raise CheckFailed(UPDATE_BEFORE_STEP) from None
+        raise
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        raise CheckFailed(WEIGHTS_CAST)
+    return result
+
+
+@contextlib.contextmanager
+def _watch_other_scalers(scaler: torch.amp.GradScaler, rec: StepRecord, state: dict) -> Iterator[None]:
+    """While active, count calls on any GradScaler other than ``scaler`` (one the step made itself).
+
+    Patches the class for the duration (every spelling of GradScaler, the
+    deprecated CUDA one included, is this class or a subclass); an optimizer step run
+    inside such a scaler's ``step`` counts as inside a scaler, so that a
+    check on direct steps does not misname this mistake.
+    """
+    cls = torch.amp.GradScaler
+    originals = {name: cls.__dict__[name] for name in ("scale", "step", "update")}
+
+    def wrap(name):
+        original = originals[name]
+
+        def method(self, *args, **kwargs):
+            if self is not scaler:
+                rec.other_scalers += 1
+            if name != "step" or self is scaler:
+                return original(self, *args, **kwargs)
+            state["inside"] = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                state["inside"] = False
+
+        return method
+
+    for name in originals:
+        setattr(cls, name, wrap(name))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(cls, name, original)
+
+
 def spy_step(
     step_fn: Callable,
     model: nn.Module,
@@ -440,11 +515,13 @@ def spy_step(
     Records, through public hooks only: the autocast state at the start of
     each forward pass, the gradients right after backward (before any
     unscaling), every ``optimizer.step`` and whether it ran inside
-    ``scaler.step``, the gradients the optimizer saw, and the scale and
-    parameters before and after. The scaler is primed first (see
-    :func:`_prime`). An unsolved stub fails through
-    :func:`helpers.checks.solved`, naming the learner's function. Every hook
-    is removed afterwards, even after an error.
+    ``scaler.step``, the gradients the optimizer saw, the scale and
+    parameters before and after, and calls on any *other* GradScaler. The
+    scaler is primed first (see :func:`_prime`). An unsolved stub fails
+    through :func:`helpers.checks.solved`, naming the learner's function; a
+    step that converts the model, or updates the scaler before stepping it,
+    fails with a message naming that. Every hook is removed afterwards, even
+    after an error.
     """
     rec = StepRecord()
     params = list(model.parameters())
@@ -495,8 +572,8 @@ def spy_step(
     rec.params_before = flat_params(model)
     rec.scale_before = float(scaler.get_scale())
     try:
-        with inject_inf_grad(model) if inf_grad else contextlib.nullcontext():
-            rec.result = solved(step_fn, model, x, y, loss_fn, optimizer, scaler, device_type, dtype, *extra)
+        with inject_inf_grad(model) if inf_grad else contextlib.nullcontext(), _watch_other_scalers(scaler, rec, state):
+            rec.result = _call_step(step_fn, model, x, y, loss_fn, optimizer, scaler, device_type, dtype, *extra)
     finally:
         for h in handles:
             h.remove()
@@ -504,6 +581,19 @@ def spy_step(
     rec.params_after = flat_params(model)
     rec.scale_after = float(scaler.get_scale())
     return rec
+
+
+OWN_SCALER = (
+    "`{name}` used a GradScaler of its own instead of the `scaler` argument: a scaler made inside the step starts "
+    "from scratch on every call, so its scale never adapts and the caller's scaler (and checkpoint) never sees the "
+    "step. Use the `scaler` you are given for `scale`, `step` and `update`."
+)
+
+
+def check_given_scaler(rec: StepRecord, name: str) -> None:
+    """Fail, naming the mistake, if the recorded step used a GradScaler other than the one passed in."""
+    if rec.other_scalers:
+        raise CheckFailed(OWN_SCALER.format(name=name))
 
 
 @contextlib.contextmanager
@@ -575,5 +665,5 @@ def train_on_task(
                 optimizer.zero_grad(set_to_none=True)
                 scaler = torch.amp.GradScaler(device_type, init_scale=1.0)
                 _prime(scaler, x.device)
-                solved(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype)
+                _call_step(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype)
     return before, reference_loss(model, x, y, F.mse_loss)

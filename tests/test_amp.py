@@ -164,3 +164,56 @@ def test_compare_precisions_measures_each_variant(deprecations_are_errors):
         assert len(r.losses) == 5 and r.losses[-1] < r.losses[0]
         assert r.step_time.median > 0 and r.peak_bytes > 0
     assert results[0].losses[0] == pytest.approx(results[1].losses[0], rel=0.05)  # same start
+
+
+def test_spy_counts_a_scaler_made_inside_the_step_and_restores_the_class():
+    def own_scaler(model, x, y, loss_fn, optimizer, scaler, device_type, dtype):
+        return amp.scaled_step(model, x, y, loss_fn, optimizer, torch.amp.GradScaler(device_type), device_type, dtype)
+
+    methods = {name: vars(torch.amp.GradScaler)[name] for name in ("scale", "step", "update")}
+    rec = amp.run_on_task(own_scaler, torch.bfloat16)
+    assert rec.other_scalers == 3 and rec.scaler_steps == 0
+    assert rec.direct_steps == 0  # its optimizer.step ran inside a scaler: not misnamed as a direct step
+    with pytest.raises(CheckFailed, match="GradScaler of its own"):
+        amp.check_given_scaler(rec, "amp_train_step")
+    assert {name: vars(torch.amp.GradScaler)[name] for name in methods} == methods
+    amp.check_given_scaler(amp.run_on_task(amp.scaled_step, torch.bfloat16), "amp_train_step")  # the reference passes
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_converting_the_model_is_named(dtype):
+    def converts(model, x, y, loss_fn, optimizer, scaler, device_type, dtype):
+        model.to(dtype)
+        loss = loss_fn(model(x.to(dtype)), y.to(dtype))
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.item()
+
+    with pytest.raises(CheckFailed, match=r"model\.half\(\)"):
+        amp.run_on_task(converts, dtype)
+    with pytest.raises(CheckFailed, match=r"model\.half\(\)"):
+        amp.train_on_task(converts, dtype, steps=2)
+
+
+def test_update_before_step_is_named():
+    def update_first(model, x, y, loss_fn, optimizer, scaler, device_type, dtype):
+        with torch.autocast(device_type, dtype=dtype):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.update()
+        scaler.step(optimizer)
+        return loss.item()
+
+    with pytest.raises(CheckFailed, match=r"before scaler\.step\(optimizer\)"):
+        amp.run_on_task(update_first, torch.bfloat16)
+
+
+def test_scaled_step_works_with_a_disabled_scaler():
+    # The chapter's demo passes GradScaler(enabled=False) where the plan needs no scaler (bf16).
+    model, x, y, optimizer = _task()
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    before = amp.flat_params(model)
+    losses = [amp.scaled_step(model, x, y, F.mse_loss, optimizer, scaler, "cpu", torch.bfloat16, max_norm=1.0)
+              for _ in range(5)]
+    assert not torch.equal(before, amp.flat_params(model)) and losses[-1] < losses[0]

@@ -1,0 +1,17 @@
+# solution: amp-clip-step
+# fails: amp-clip-step-amp
+# says: scaler.scale(loss).backward()
+# Typical mistake: backward on the unscaled loss, then unscale_ and clip (no check on clipping should misname this).
+import torch
+
+
+def amp_clip_step(model, x, y, loss_fn, optimizer, scaler, device_type, dtype, max_norm):
+    optimizer.zero_grad()
+    with torch.autocast(device_type, dtype=dtype):
+        loss = loss_fn(model(x), y)
+    loss.backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
