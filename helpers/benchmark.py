@@ -58,6 +58,8 @@ __all__ = [
     "matmul_work",
     "add_work",
     "compare_with_torch_timer",
+    "as_seconds",
+    "simulate_timer",
     "plot_sweep",
     "sweep",
     "synchronize",
@@ -662,6 +664,7 @@ class SimulatedDevice:
                 (torch.cuda, "is_available", self._returns(True)),
                 (torch.cuda, "device_count", self._returns(1)),
                 (torch.cuda, "current_device", self._returns(0)),
+                (torch.cuda, "is_initialized", self._returns(True)),
             ]
             if hasattr(torch, "accelerator"):
                 changes += [
@@ -711,6 +714,61 @@ def cpu_only_machine() -> Iterator[None]:
         ]
     with _patched(changes):
         yield
+
+
+def simulate_timer(
+    timer: Callable[..., Any],
+    kind: str | torch.device,
+    durations: float | Sequence[float] | Callable[[int], float],
+    device: str | torch.device | None = None,
+    **kwargs: Any,
+) -> tuple["SimulatedDevice", Any]:
+    """Run ``timer(fn, device, **kwargs)`` on a fresh :class:`SimulatedDevice` of ``kind``; return (device, result).
+
+    ``fn`` is the simulated device's kernel of ``durations``; ``device``
+    defaults to the simulated ``torch.device``. The timer's module namespace
+    is patched too (a learner's ``from time import perf_counter``). An
+    unsolved stub says so, through :func:`helpers.checks.solved`. When a
+    device *name* (a str) makes the timer raise, it is run again, on a fresh
+    device, with ``torch.device(name)``: accepting a name is graded once, by
+    the check on the real CPU, so that one slip does not cost every check.
+    """
+    from helpers.checks import CheckFailed, solved
+
+    namespaces = [timer.__globals__] if hasattr(timer, "__globals__") else []
+
+    def attempt(device_arg: Any) -> tuple[SimulatedDevice, Any]:
+        sim = SimulatedDevice(str(kind))
+        with sim.active(namespaces):
+            return sim, solved(timer, sim.kernel(durations), sim.device if device_arg is None else device_arg,
+                               **kwargs)
+
+    try:
+        return attempt(device)
+    except CheckFailed:
+        raise
+    except Exception:  # noqa: BLE001 - retried once with a torch.device, else re-raised
+        if not isinstance(device, str):
+            raise
+    return attempt(torch.device(device))
+
+
+def as_seconds(value: Any) -> float | None:
+    """``value`` as a float when it is one number (int, float, a NumPy scalar, a one-element tensor), else None.
+
+    A timer may return ``statistics.median`` (float), ``numpy.median``
+    (numpy.float64) or ``torch.tensor(times).median()`` (a 0-d tensor): all
+    are seconds.
+    """
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        return None
+    if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex() or value.dtype == torch.bool):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 # --------------------------------------------------------------------------- grading a CPU-vs-accelerator comparison
@@ -782,6 +840,18 @@ class FakeComparison:
         ordered = sorted(self._sizes)
         return self.seconds[kind][ordered.index(size)]
 
+    @contextlib.contextmanager
+    def active(self, namespaces: Iterable[dict] = ()) -> Iterator["FakeComparison"]:
+        """Make every public way to synchronise a no-op while it is active (names in ``namespaces`` too).
+
+        The injected work runs on no device; a comparison that (wrongly) times
+        it with its own timer then gets a verdict, not a crash from
+        ``torch.cuda.synchronize()`` on a machine without CUDA.
+        """
+        noop = lambda *args, **kwargs: None  # noqa: E731
+        with _patched([(owner, attr, noop) for owner, attr in _sync_routes()], list(namespaces)):
+            yield self
+
     # -- verdicts
     def _expected(self, sizes: Sequence[int]) -> tuple[list[float], list[float], list[float]]:
         cpu, acc = self.seconds["cpu"], self.seconds["cuda"]
@@ -801,6 +871,12 @@ class FakeComparison:
         if (msg := self._missing(result, keys)) is not None:
             return msg
         cpu, acc, speedup = self._expected(sizes)
+        timed = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "time")}
+        untimed = [(n, k) for k in self.seconds for n in sizes if (n, k) not in timed]
+        if untimed:
+            return (f"the work for {untimed} (size, device) was not timed with the `timer` compare_devices was given: "
+                    f"call timer(fn, device), not time_on_device directly. The checks pass their own timer so that "
+                    f"they do not depend on how fast this machine is.")
         if _floats(result["sizes"]) != [float(n) for n in sizes]:
             return f"\"sizes\": got {result['sizes']!r}; expected the sizes given, {list(sizes)}."
         if result["accelerator"] is None:
@@ -819,9 +895,17 @@ class FakeComparison:
         return f"\"speedup\": got {result['speedup']!r}; expected cpu_s / accelerator_s per size, {speedup}."
 
     def crossover_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
+        """Judged against the speed-ups the learner returned when they are a list of numbers, one per size.
+
+        So a wrong speed-up (inverted, say) costs the speed-up check only, and a
+        crossover computed right from it passes; otherwise against the injected timings.
+        """
         if (msg := self._missing(result, ["crossover", "speedup"])) is not None:
             return msg
         _, _, speedup = self._expected(sizes)
+        own = _floats(result["speedup"]) if result["speedup"] is not None else None
+        if own is not None and len(own) == len(sizes) and all(math.isfinite(v) for v in own):
+            speedup = own
         want = crossover(sizes, speedup)
         if result["crossover"] == want:
             return None
@@ -832,9 +916,10 @@ class FakeComparison:
         first = next((n for n, s in zip(sizes, speedup) if s > 1), None)
         if result["crossover"] == first and first != want:
             text += f" {first} is the first size where it wins, but it loses again at a larger size."
-        got = _floats(result["speedup"]) if result["speedup"] is not None else None
-        if got is not None and len(got) == len(speedup) and all(abs(g * s - 1) <= 1e-6 for g, s in zip(got, speedup)):
-            text += " Your speed-ups are inverted (accelerator / CPU): fix those first."
+        if any(s == 1 for s in speedup) and result["crossover"] == crossover(sizes, [s + (s == 1) for s in speedup]):
+            text += " A speed-up of exactly 1 is a tie: the accelerator is not faster there."
+        if want == sizes[0] and result["crossover"] is None:
+            text += " The accelerator is faster at every size here, so the crossover is the smallest size."
         return text
 
     def setup_verdict(self, sizes: Sequence[int], devices: Sequence[str]) -> str | None:
@@ -875,6 +960,9 @@ class FakeComparison:
         if other:
             return f"with no accelerator, compare_devices still made or timed work on {other}; use only the CPU."
         got = _floats(result["cpu_s"]) if result["cpu_s"] is not None else None
+        if not any(e[0] == "time" for e in self.log):  # the given timer was ignored: the speed-up check says so
+            if got is not None and len(got) == len(sizes) and all(v > 0 for v in got):
+                return None
         if got != [float(v) for v in self.seconds["cpu"]]:
             return (f"with no accelerator, \"cpu_s\" should still hold the CPU's seconds per call, "
                     f"{self.seconds['cpu']}; got {result['cpu_s']!r}.")

@@ -10,6 +10,7 @@ import time
 import timeit
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -196,6 +197,74 @@ def test_fake_comparison_passes_a_correct_comparison_and_names_mistakes():
     none = bench.FakeComparison({"cpu": [1e-3, 2e-3]})
     assert none.no_accelerator_verdict(lambda: _reference_compare(none.make_work, [8, 16], None, none.timer), [8, 16]) is None
     assert "no accelerator" in none.no_accelerator_verdict(lambda: torch.device(None), [8, 16])
+
+
+def test_fake_comparison_judges_the_crossover_against_the_learners_own_speedups():
+    fake = bench.FakeComparison({"cpu": [1e-5, 1e-3, 1e-1], "cuda": [1e-4, 2e-3, 1e-3]})
+    result = _reference_compare(fake.make_work, [8, 64, 512], "cuda", fake.timer)
+    inverted = [1 / s for s in result["speedup"]]
+    consistent = dict(result, speedup=inverted, crossover=bench.crossover([8, 64, 512], inverted))
+    assert fake.crossover_verdict(consistent, [8, 64, 512]) is None  # the speed-up check names the inversion
+    tie = bench.FakeComparison({"cpu": [1e-5, 2e-3, 4e-3], "cuda": [1e-4, 2e-3, 1e-3]})
+    result = _reference_compare(tie.make_work, [8, 64, 512], "cuda", tie.timer)
+    assert result["crossover"] == 512
+    assert "tie" in tie.crossover_verdict(dict(result, crossover=64), [8, 64, 512])
+
+
+def test_fake_comparison_names_an_ignored_timer_and_makes_syncs_harmless():
+    fake = bench.FakeComparison({"cpu": [1e-3, 2e-3], "cuda": [1e-4, 1e-4]})
+
+    def own_timer(fn, device):
+        fn()
+        torch.cuda.synchronize()  # raises on a CPU-only build, but not while the fake is active
+        return 1e-6
+
+    with bench.cpu_only_machine(), fake.active():
+        result = _reference_compare(fake.make_work, [8, 16], "cuda", own_timer)
+    assert "`timer`" in fake.speedup_verdict(result, [8, 16])
+    none = bench.FakeComparison({"cpu": [1e-3, 2e-3]})
+    with none.active():  # the speed-up check names the ignored timer; this one judges only the None answer
+        assert none.no_accelerator_verdict(lambda: _reference_compare(none.make_work, [8, 16], None, own_timer),
+                                           [8, 16]) is None
+
+
+def _median_timer(fn, device, warmup=3, repeats=10):
+    device = torch.device(device)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        dev.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        dev.synchronize(device)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def test_simulate_timer_runs_a_timer_on_a_fresh_simulated_device():
+    sim, t = bench.simulate_timer(_median_timer, "cuda", 0.002, warmup=2, repeats=3)
+    assert sim.calls == 5 and t == pytest.approx(0.002 + sim.launch_s)
+    assert not any(busy for _, busy in sim.events("clock"))
+
+
+def test_simulate_timer_retries_a_device_name_as_a_torch_device():
+    def needs_a_device_object(fn, device, warmup=3, repeats=10):
+        assert device.type in ("cpu", "cuda")  # a str has no .type
+        return _median_timer(fn, device, warmup, repeats)
+
+    sim, t = bench.simulate_timer(needs_a_device_object, "cpu", 0.001, "cpu", warmup=1, repeats=1)
+    assert sim.calls == 2 and t == pytest.approx(0.001)
+    with pytest.raises(AttributeError):
+        bench.simulate_timer(lambda fn, device, **kw: device.nope, "cpu", 0.001, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("value, expected", [(0.5, 0.5), (2, 2.0), (np.float64(0.25), 0.25),
+                                             (torch.tensor(0.125), 0.125), (torch.tensor([1.5]), 1.5),
+                                             (torch.tensor([1.0, 2.0]), None), ("0.1", None), (True, None),
+                                             (None, None), ([0.1], None), (float("nan"), None)])
+def test_as_seconds_accepts_one_number_of_any_numeric_type(value, expected):
+    assert bench.as_seconds(value) == expected
 
 
 @pytest.mark.gpu
