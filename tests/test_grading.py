@@ -56,10 +56,12 @@ def graded(tmp_path_factory):
     for student, make in matrix.CASES.items():
         matrix.write_submission(root, student, matrix.ASSIGNMENT, make(released))
     matrix.write_submission(root, "solved", matrix.GHOST_ASSIGNMENT, matrix.solved(released))
+    renamed = matrix.write_submission(root, "renamed", matrix.ASSIGNMENT, matrix.solved(released))
+    renamed.rename(renamed.with_name(f"{matrix.ASSIGNMENT}-Copy1.ipynb"))  # Jupyter's "Duplicate"
     assert cli(["grade", "--course", str(root), "--no-progress", "--jobs", "3"]) == 0
     assert cli(["export", "--course", str(root)]) == 0
-    cli(["feedback", "--course", str(root)])
-    return SimpleNamespace(root=root, course=course, bystander_before=bystander_before,
+    feedback_rc = cli(["feedback", "--course", str(root)])
+    return SimpleNamespace(root=root, course=course, bystander_before=bystander_before, feedback_rc=feedback_rc,
                            outcomes=course.load_outcomes(), csv=_csv(root / "grades.csv"))
 
 
@@ -77,6 +79,13 @@ def test_unknown_assignment_is_reported_not_graded(graded):
     got = graded.outcomes[f"solved/{matrix.GHOST_ASSIGNMENT}"]
     assert got["status"] == "unknown" and got["score"] is None
     assert matrix.GHOST_ASSIGNMENT in got["detail"]
+    assert f"rename the folder to one of {matrix.ASSIGNMENT}" in got["detail"]  # says what to do next
+
+
+def test_a_renamed_notebook_says_which_file_to_rename(graded):
+    got = graded.outcomes[f"renamed/{matrix.ASSIGNMENT}"]
+    assert (got["status"], got["score"]) == ("unreadable", None)
+    assert f"{matrix.ASSIGNMENT}-Copy1.ipynb: rename it to {matrix.ASSIGNMENT}.ipynb" in got["detail"], got
 
 
 def test_csv_has_status_beside_score_and_never_a_plain_zero_for_a_failed_run(graded):
@@ -96,6 +105,7 @@ def _page(graded, student) -> str:
 
 
 def test_feedback_shows_code_and_checks_but_no_hidden_test(graded):
+    assert graded.feedback_rc == 0
     pages = sorted((graded.root / "feedback").glob(f"*/{matrix.ASSIGNMENT}/*.html"))
     finished = [s for s, (_, score, _) in matrix.OUTCOMES.items() if score is not None]
     assert sorted(p.parent.parent.name for p in pages) == sorted(finished + ["bystander"])
@@ -111,15 +121,28 @@ def test_feedback_shows_code_and_checks_but_no_hidden_test(graded):
     assert "Traceback (most recent call last)" not in text.split("square-check")[1].split("total-check")[0]
 
 
+def test_leak_check_ignores_lines_the_learner_was_given(graded):
+    """A hidden test that repeats a line of the visible half (every check of 02_devices does) is
+    no leak: counting it deleted every page of the chapter. A real hidden line still counts."""
+    from helpers.grading.feedback import hidden_lines, leaked_lines
+
+    hidden = hidden_lines(graded.course, matrix.ASSIGNMENT)
+    assert matrix.SHARED_LINE not in hidden
+    secret = next(line for line in hidden if matrix.HIDDEN_MARK in line)
+    assert leaked_lines(f"<pre>{matrix.SHARED_LINE}</pre>", hidden) == []
+    assert leaked_lines(f"<pre>{html.escape(secret)}</pre>", hidden) == [secret]
+
+
 def test_no_feedback_for_a_run_that_did_not_finish(graded):
     for student in ("dies", "bad_json", "swallow_interrupt", "unknown_student"):
         assert not (graded.root / "feedback" / student / matrix.ASSIGNMENT).exists()
 
 
-def test_regrading_changes_nothing_and_bystander_is_intact(graded):
+def test_regrading_changes_nothing_and_bystander_is_intact(graded, capsys):
     root = graded.root
     for student in ("bystander", "assert_true", "dies", "bad_json"):
         assert cli(["grade", "--course", str(root), "--student", student, "--no-progress"]) == 0
+    assert "per minute" in capsys.readouterr().err  # the rate is printed without the progress bar too
     assert cli(["export", "--course", str(root)]) == 0
     assert graded.course.load_outcomes() == graded.outcomes
     assert _csv(root / "grades.csv") == graded.csv

@@ -24,9 +24,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+
 from helpers.grading.course import Course
 
-__all__ = ["FeedbackResult", "feedback", "hidden_lines", "leaked_lines"]
+__all__ = ["FeedbackResult", "feedback", "hidden_lines", "leaked_lines", "released_lines"]
 
 HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 
@@ -39,15 +41,58 @@ class FeedbackResult:
     problem: str = ""
 
 
+def _lines(text: str) -> set[str]:
+    return {ln.strip() for ln in text.splitlines() if ln.strip()}
+
+
+def released_lines(course: Course, assignment: str) -> set[str]:
+    """Every line a learner was given: each test cell as released (hidden tests removed), every
+    other cell of the assignment's notebooks in ``solutions/`` (hidden tests removed)."""
+    from helpers.grading.status import _released_source
+
+    seen: set[str] = set()
+    with course.gradebook() as gb:
+        for nb in gb.find_assignment(assignment).notebooks:
+            for cell in nb.source_cells:
+                seen |= _lines(_released_source(cell.source or ""))
+    for path in sorted((course.source_dir / assignment).glob("*.ipynb")):
+        try:
+            nb = nbformat.read(str(path), as_version=4)
+        except Exception:  # noqa: BLE001 - the gradebook's copy above is what matters
+            continue
+        for cell in nb.cells:
+            seen |= _lines(HIDDEN_RE.sub("", cell.get("source", "")))
+    return seen
+
+
 def hidden_lines(course: Course, assignment: str) -> list[str]:
-    """Every non-trivial line of every hidden test of an assignment, as the gradebook has it."""
+    """Every non-trivial line of every hidden test of an assignment that the learner was not given.
+
+    A line that also stands in a visible part of the notebook (``with fake_machine(cuda=1):``
+    in a check's visible half and again in its hidden half) is no secret: finding it in a page
+    proves nothing, and counting it would reject every page of the assignment.
+    """
+    public = released_lines(course, assignment)
     lines = []
     with course.gradebook() as gb:
         for nb in gb.find_assignment(assignment).notebooks:
             for cell in nb.source_cells:
                 for block in HIDDEN_RE.findall(cell.source or ""):
-                    lines += [ln.strip() for ln in block.splitlines() if len(ln.strip()) >= 8]
-    return lines
+                    lines += [ln.strip() for ln in block.splitlines() if len(ln.strip()) >= 8 and ln.strip() not in public]
+    return list(dict.fromkeys(lines))
+
+
+def submitted_lines(course: Course, student: str, assignment: str) -> set[str]:
+    """Every line of the learner's own submission: text they wrote (or were given) is no leak."""
+    seen: set[str] = set()
+    for path in sorted((course.submitted_dir / student / assignment).glob("*.ipynb")):
+        try:
+            nb = nbformat.read(str(path), as_version=4)
+        except Exception:  # noqa: BLE001 - an unreadable submission has no page anyway
+            continue
+        for cell in nb.cells:
+            seen |= _lines(cell.get("source", ""))
+    return seen
 
 
 def _visible_text(page: str) -> str:
@@ -79,12 +124,20 @@ def feedback(course: Course, assignment: str | None = None, student: str | None 
             pages = sorted(folder.glob("*.html"))
             if not pages:
                 tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-                results.append(FeedbackResult(o["student"], name, None, "nbgrader wrote no page: " + " | ".join(tail)))
+                results.append(FeedbackResult(o["student"], name, None, "nbgrader wrote no page: " + " | ".join(tail)
+                                              + "; run `nbgrader generate_feedback "
+                                              + f"{name} --student {o['student']}` to see the whole error"))
+            own = submitted_lines(course, o["student"], name)
             for page in pages:
-                leaks = leaked_lines(page.read_text(errors="replace"), hidden)
+                leaks = leaked_lines(page.read_text(errors="replace"), [ln for ln in hidden if ln not in own])
                 if leaks:
                     page.unlink()
-                    results.append(FeedbackResult(o["student"], name, None, f"{page.name} showed a hidden test ({leaks[0]!r}); deleted"))
+                    results.append(FeedbackResult(
+                        o["student"], name, None,
+                        f"{page.name} showed a line of a hidden test ({leaks[0]!r}); deleted. Check that "
+                        "nbgrader_config.py still lists HideHiddenTestOutput and ClearHiddenTests in "
+                        "c.GenerateFeedback.preprocessors and that the test keeps it between "
+                        "### BEGIN/END HIDDEN TESTS, then run feedback again"))
                 else:
                     results.append(FeedbackResult(o["student"], name, page))
     for o in chosen:

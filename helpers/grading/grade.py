@@ -77,7 +77,10 @@ def _read_notebooks(folder: Path, names: list[str]) -> tuple[dict, list[str]]:
     for name in names:
         path = folder / f"{name}.ipynb"
         if not path.is_file():
-            problems.append(f"{path.name} is missing from the submission")
+            others = sorted(p.name for p in folder.glob("*.ipynb") if p.stem not in names)
+            hint = (f"; the folder holds {', '.join(others)}: rename it to {path.name} and grade again" if others
+                    else f"; put it in {folder} and grade again")
+            problems.append(f"{path.name} is missing from the submission{hint}")
             continue
         try:
             nbs[name] = nbformat.read(str(path), as_version=4)
@@ -94,7 +97,11 @@ def grade_one(course: Course, student: str, assignment: str, roster: list[str], 
     limits = course.limits()
     ev = Evidence(cell_timeout=course.cell_timeout, memory_mb=limits.memory_mb or None)
     if assignment not in known:
-        ev.unknown.append(f"the course has no assignment {assignment!r} (not in the gradebook or {course.source_dir.name}/)")
+        ev.unknown.append(
+            f"the course has no assignment {assignment!r} (not in the gradebook or {course.source_dir.name}/); "
+            f"rename the folder to one of {', '.join(known) or 'the folders in ' + course.source_dir.name + '/'} "
+            "and grade again"
+        )
     if student not in roster:
         ev.unknown.append(
             f"{student!r} is not on the roster (the gradebook's students); add them with "
@@ -161,6 +168,6 @@ def grade(
         for future in tqdm(futures, desc="grading", unit="submission", disable=not progress):
             outcomes.append(future.result())
     elapsed = time.perf_counter() - start
-    if progress and todo:
+    if todo:  # the rate is printed with or without the progress bar (INSTRUCTORS.md, "Speed")
         print(f"graded {len(todo)} submissions in {elapsed:.0f} s ({60 * len(todo) / elapsed:.1f} per minute)", file=sys.stderr)
     return outcomes

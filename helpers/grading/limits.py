@@ -135,10 +135,13 @@ class LimitedExecute(Execute):
             if msg.get("msg_type") == "stream" and used < cap:
                 msg["content"]["text"] = msg["content"]["text"][: cap - used]
                 super().output(outs, msg, display_id, cell_index)
+            # Not a stream output: nbgrader's LimitOutput runs after this and drops every stream
+            # output past its first 1000 lines, so after a flood of short lines a stream note
+            # vanished and nobody learned that output was cut. It keeps other outputs.
             note = new_output(
-                "stream",
-                name="stderr",
-                text=f"\n{OUTPUT_CUT_MARK}: this cell printed more than {self.limits.output_kb} KiB; the rest is not kept]\n",
+                "display_data",
+                data={"text/plain": f"{OUTPUT_CUT_MARK}: this cell printed more than {self.limits.output_kb} KiB;"
+                                    " the rest is not kept]"},
             )
             outs.append(note)
             return note

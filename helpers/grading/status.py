@@ -199,7 +199,7 @@ def notebook_findings(nb, ev: Evidence) -> None:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 ev.cell_errors.append((name, out.get("ename", ""), str(out.get("evalue", ""))))
-            elif out.get("output_type") == "stream" and OUTPUT_CUT_MARK in out.get("text", ""):
+            elif OUTPUT_CUT_MARK in str(out.get("text", "")) + str(out.get("data", {}).get("text/plain", "")):
                 ev.output_cut.append(name)
 
 

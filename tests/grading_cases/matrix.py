@@ -30,8 +30,8 @@ infinite_loop        ``while True: pass`` in ``square``          timed out    2
 swallow_interrupt    a loop that catches KeyboardInterrupt       timed out    none
 memory_bomb          allocates until it fails; held by the       crashed      2
                      memory cap (MemoryError), rest graded
-output_flood         prints ~20 MB, then solves; held by the     graded       3
-                     output cap
+output_flood         prints ~20 MB in 10 million short lines,     graded       3
+                     then solves; held by the output cap
 dies                 ``os._exit(1)``: the kernel dies            crashed      none
 bad_json             not JSON at all                             unreadable   none
 unknown_student      a student not on the roster                 unknown      none
@@ -73,11 +73,16 @@ SQUARE_CHECK = (
     f"assert square(-4) == 16  # {HIDDEN_MARK}-1\n"
     "### END HIDDEN TESTS\n"
 )
+#: A line in both halves of ``total-check``, as the chapters' checks repeat ``with fake_machine(cuda=1):``:
+#: it is no secret, so finding it in a page must not reject the page.
+SHARED_LINE = "xs = [1, 2]"
 TOTAL_CHECK = (
     '"""Check that total adds up."""\n'
-    "assert total([1, 2]) == 3, f\"total([1, 2]) gave {total([1, 2])}, expected 3\"\n"
+    f"{SHARED_LINE}\n"
+    "assert total(xs) == 3, f\"total([1, 2]) gave {total(xs)}, expected 3\"\n"
     "### BEGIN HIDDEN TESTS\n"
-    f"assert total(range(5)) == 10  # {HIDDEN_MARK}-2\n"
+    f"{SHARED_LINE}\n"
+    f"assert total(range(5)) == 10 and total(xs) == 3  # {HIDDEN_MARK}-2\n"
     "### END HIDDEN TESTS\n"
 )
 
@@ -168,7 +173,8 @@ def memory_bomb(nb):
 
 
 def output_flood(nb):
-    flood = "for _ in range(20_000):\n    print('x' * 1000)\n\ndef square(x):\n    return x * x\n"
+    # short lines: past nbgrader's own 1000-line LimitOutput long before the cap, which once dropped the cap's note
+    flood = "for _ in range(20_000):\n    print('x\\n' * 500)\n\ndef square(x):\n    return x * x\n"
     return _solve(nb, square=flood)
 
 
@@ -211,7 +217,7 @@ OUTCOMES = {
 }
 
 #: Students the course knows (the gradebook's roster); ``unknown_student`` is not among them.
-ROSTER = [name for name in CASES if name != "unknown_student"] + ["bystander"]
+ROSTER = [name for name in CASES if name != "unknown_student"] + ["bystander", "renamed"]
 
 
 def write_submission(course: Path, student: str, assignment: str, content) -> Path:
