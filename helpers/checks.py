@@ -220,30 +220,53 @@ def record_calls(targets: dict[str, tuple[Any, str]], log: CallLog | None = None
 
 
 @contextlib.contextmanager
-def fake_machine(cuda: int = 0, mps: bool = False) -> Iterator[None]:
+def fake_machine(cuda: int = 0, mps: bool = False, built_for: str | None = None) -> Iterator[None]:
     """Make torch report ``cuda`` CUDA GPUs and/or an MPS device, for grading device logic on a CPU.
 
     Only the questions a program asks about the machine are faked
     (``torch.cuda.is_available``, ``device_count``, ``get_device_name``,
-    ``current_device``, ``torch.backends.mps.is_available`` / ``is_built`` and
-    ``torch.accelerator``'s equivalents); no tensor can really be created on a
-    faked device. Everything is restored on exit.
+    ``current_device``, ``torch.backends.cuda.is_built``,
+    ``torch.backends.mps.is_available`` / ``is_built`` and ``torch.accelerator``'s
+    equivalents, ``current_device_index`` included); no tensor can really be
+    created on a faked device. Everything is restored on exit.
+
+    ``built_for`` is the accelerator torch was compiled for ("cuda", "mps" or
+    None); by default the one the machine has. ``fake_machine(built_for="cuda")``
+    is a CUDA build of torch on a machine without a GPU (a CUDA wheel on a
+    laptop, a CPU-only cloud runtime): ``torch.accelerator.current_accelerator()``
+    then names CUDA although ``is_available()`` is False, as real torch does.
     """
     accel = torch.device("cuda", 0) if cuda else torch.device("mps") if mps else None
+    if built_for is None:
+        built_for = accel.type if accel is not None else None
+    built = accel if accel is not None else torch.device(built_for, 0) if built_for == "cuda" else \
+        torch.device(built_for) if built_for else None
+
+    def current_accelerator(check_available: bool = False) -> torch.device | None:
+        return accel if check_available else built
+
+    def current_device_index() -> int:
+        if accel is None:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return 0
+
     fakes: list[tuple[Any, str, Any]] = [
         (torch.cuda, "is_available", lambda: cuda > 0),
         (torch.cuda, "device_count", lambda: cuda),
         (torch.cuda, "current_device", lambda: 0),
         (torch.cuda, "get_device_name", lambda device=None: f"Simulated GPU {getattr(device, 'index', device) or 0}"),
+        (torch.backends.cuda, "is_built", lambda: cuda > 0 or built_for == "cuda"),
         (torch.backends.mps, "is_available", lambda: mps),
-        (torch.backends.mps, "is_built", lambda: mps),
+        (torch.backends.mps, "is_built", lambda: mps or built_for == "mps"),
     ]
     if hasattr(torch, "accelerator"):
         fakes += [
             (torch.accelerator, "is_available", lambda: accel is not None),
-            (torch.accelerator, "current_accelerator", lambda *a, **k: accel),
+            (torch.accelerator, "current_accelerator", current_accelerator),
             (torch.accelerator, "device_count", lambda: cuda if cuda else int(mps)),
         ]
+        fakes += [(torch.accelerator, name, current_device_index)
+                  for name in ("current_device_index", "current_device_idx") if hasattr(torch.accelerator, name)]
     saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in fakes]
     try:
         for owner, attr, fake in fakes:

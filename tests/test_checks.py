@@ -97,6 +97,23 @@ def test_fake_machine_restores_the_real_answers():
     assert (torch.cuda.is_available(), torch.cuda.device_count(), torch.backends.mps.is_available()) == real
 
 
+def test_fake_machine_answers_like_torch_about_the_build_and_the_device_index():
+    with checks.fake_machine(cuda=2):
+        assert torch.accelerator.current_device_index() == 0
+        assert torch.accelerator.current_accelerator(check_available=True) == torch.device("cuda", 0)
+        assert torch.backends.cuda.is_built()
+    with checks.fake_machine():
+        assert torch.accelerator.current_accelerator() is None
+        with pytest.raises(RuntimeError, match="none is available"):
+            torch.accelerator.current_device_index()
+    # a CUDA wheel on a machine without a GPU: the build's accelerator is named, but is not available
+    with checks.fake_machine(built_for="cuda"):
+        assert torch.accelerator.current_accelerator().type == "cuda"
+        assert torch.accelerator.current_accelerator(check_available=True) is None
+        assert not torch.accelerator.is_available() and not torch.cuda.is_available()
+        assert torch.backends.cuda.is_built() and torch.cuda.device_count() == 0
+
+
 def test_passed_prints_a_tick(capsys):
     checks.passed("timer")
     assert "timer: all checks passed" in capsys.readouterr().out
