@@ -174,7 +174,8 @@ def explain_device_error(err: BaseException) -> str | None:
     text = str(err)
     if "same device" in text or "not on the expected device" in text:
         return ("two tensors (or a tensor and the model's weights) are on different devices: "
-                "move the input to the model's device with x.to(device) before the forward pass.")
+                "move the input to the model's device with x = x.to(device), and the model too if it is not "
+                "there yet (model.to(device)), before the forward pass.")
     if "not compiled with CUDA" in text or "No CUDA GPUs are available" in text or "no NVIDIA driver" in text.lower():
         return ("the code asked for CUDA explicitly (.cuda(), device='cuda') on a machine without it: "
                 "use the device you were given (or pick_device()) instead of hard-coding 'cuda'.")
