@@ -1,5 +1,5 @@
 # solution: forward-on
-# fails: forward-on-any-device
+# fails: forward-on-any-device forward-on-no-parameters
 # says: move the input
 # Typical mistake: the model is moved but the input is not.
 def forward_on(model, x, device):
