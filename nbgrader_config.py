@@ -8,6 +8,12 @@ cell has a timeout, feedback never shows hidden tests, and demonstration cells
 
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 
+# nbgrader's gradebook runs the `alembic` command by name: without this, any nbgrader
+# command started as .venv/bin/nbgrader (venv not activated) fails on a new gradebook.
+from helpers.grading import ensure_tools_on_path  # noqa: E402
+
+ensure_tools_on_path()
+
 c.CourseDirectory.course_id = "gpu-pytorch"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
