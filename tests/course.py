@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 
 from helpers.grading.preprocessors import is_demo_cell
+from helpers.grading.release import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -24,8 +25,8 @@ SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
 
 def chapters() -> list[str]:
-    """Assignment names, e.g. ``["00_start", "02_devices"]``, in course order."""
-    return sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and re.match(r"^\d\d_", p.name))
+    """Assignment names, e.g. ``["00_start", "02_devices"]``, in course order (the release's own rule)."""
+    return assignments(ROOT)
 
 
 def solution_path(chapter: str) -> Path:
