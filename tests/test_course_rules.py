@@ -1,5 +1,7 @@
 """The rules every chapter follows (DESIGN.md, STYLE.md), checked so a new chapter cannot drift."""
 
+import ast
+import builtins
 import re
 
 import pytest
@@ -70,3 +72,83 @@ def test_graded_cells_are_not_demo_cells(chapter):
     for cell in ALL[chapter].cells:
         if nbgrader_meta(cell).get("grade") or nbgrader_meta(cell).get("solution"):
             assert "demo" not in cell.metadata.get("tags", []), f"{chapter}: a graded cell is tagged demo"
+
+
+MAX_VISIBLE_LINES = 12
+
+
+def visible_code_lines(source: str) -> list[str]:
+    """The code lines of a grade cell's visible part: before the hidden block, without the docstring,
+    blank lines and comments."""
+    visible = source.split("### BEGIN HIDDEN TESTS")[0]
+    body = ast.parse(visible).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        visible = "\n".join(visible.splitlines()[body[0].end_lineno:])
+    return [line for line in visible.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def free_names(source: str) -> set[str]:
+    """Names a cell reads without binding them itself (imports, assignments, defs, loop targets, ...)."""
+    tree = ast.parse(source)
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            if not isinstance(node, ast.ClassDef):
+                a = node.args
+                bound.update(x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x)
+        elif isinstance(node, ast.Lambda):
+            a = node.args
+            bound.update(x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x)
+        elif isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            pass
+    return read - bound - set(dir(builtins))
+
+
+def exercise_names(nb) -> set[str]:
+    """What the solution cells define: the functions and classes under test."""
+    names = set()
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("solution") and cell.cell_type == "code":
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Assign):
+                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+GRADE_CELLS = [(chapter, cell) for chapter, nb in ALL.items() for cell in nb.cells
+               if nbgrader_meta(cell).get("grade") and cell.cell_type == "code"]
+
+
+@pytest.mark.parametrize("chapter, cell", GRADE_CELLS, ids=[nbgrader_meta(c)["grade_id"] for _, c in GRADE_CELLS])
+def test_grade_cell_is_short(chapter, cell):
+    """A learner can read a grade cell: its visible part is at most 12 code lines; verdicts live in
+    helpers/checks/<chapter>.py."""
+    lines = visible_code_lines(cell.source)
+    assert len(lines) <= MAX_VISIBLE_LINES, (
+        f"{chapter}/{nbgrader_meta(cell)['grade_id']}: {len(lines)} visible code lines (at most "
+        f"{MAX_VISIBLE_LINES}); move the verdict into helpers/checks/")
+
+
+@pytest.mark.parametrize("chapter, cell", GRADE_CELLS, ids=[nbgrader_meta(c)["grade_id"] for _, c in GRADE_CELLS])
+def test_grade_cell_is_self_contained(chapter, cell):
+    """A grade cell imports what it uses, so a learner's cell that defines its own `check` (or anything else)
+    changes nothing it runs. It may read only the exercise's own names (what the solution cells define)."""
+    stray = free_names(cell.source) - exercise_names(ALL[chapter])
+    assert not stray, (f"{chapter}/{nbgrader_meta(cell)['grade_id']} uses {sorted(stray)} without importing "
+                       "or defining them in the cell")
+
+
+def test_the_self_contained_rule_can_fail():
+    assert free_names("check(x)\n") == {"check", "x"}
+    assert free_names("from helpers.checks import check\nimport torch\ncheck(torch.ones(1))\n") == set()
+    assert free_names("for i in range(3):\n    y = i\nprint(y)\n") == set()
+    assert len(visible_code_lines('"""Check that x."""\n' + "a = 1\n" * 13 + "### BEGIN HIDDEN TESTS\nb=2\n")) == 13

@@ -1,4 +1,4 @@
-"""Assertion helpers for the checks under every exercise.
+"""The assertion core of the checks under every exercise.
 
 A failed check raises :class:`CheckFailed` (an ``AssertionError``, so nbgrader
 counts it as a failed test) whose message says three things: what the
@@ -22,7 +22,6 @@ import torch
 from helpers.device import explain_device_error
 
 __all__ = [
-    "CallLog",
     "CheckFailed",
     "check",
     "check_close",
@@ -30,9 +29,7 @@ __all__ = [
     "check_equal",
     "check_raises",
     "check_type",
-    "fake_machine",
     "passed",
-    "record_calls",
     "solved",
 ]
 
@@ -148,10 +145,15 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     turns that into "``time_on_device`` is not written yet" instead of a bare
     traceback. A device mix-up inside ``fn`` (see
     :func:`helpers.device.explain_device_error`) is explained in plain words.
+    While ``fn`` runs, the course's own implementation of the exercise is a
+    tripwire (:mod:`helpers.checks.delegation`): calling it fails the check.
     """
+    from helpers.checks.delegation import forbid_course_versions
+
     name = getattr(fn, "__name__", repr(fn))
     try:
-        return fn(*args, **kwargs)
+        with forbid_course_versions(name):
+            return fn(*args, **kwargs)
     except NotImplementedError as err:
         if err.args:  # torch raises NotImplementedError("...") for real errors; the stub raises it bare
             raise
@@ -171,107 +173,3 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def passed(what: str) -> None:
     """Print the line a learner sees when every check in a cell passed."""
     print(f"\u2714 {what}: all checks passed.")
-
-
-class CallLog:
-    """The order in which spied functions were called, e.g. ``["sync", "clock"]``."""
-
-    def __init__(self) -> None:
-        self.events: list[str] = []
-
-    def record(self, name: str) -> None:
-        self.events.append(name)
-
-    def count(self, name: str) -> int:
-        return self.events.count(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.events)
-
-    def __repr__(self) -> str:
-        return f"CallLog({self.events!r})"
-
-
-@contextlib.contextmanager
-def record_calls(targets: dict[str, tuple[Any, str]], log: CallLog | None = None) -> Iterator[CallLog]:
-    """Spy on functions: ``{"sync": (torch.cuda, "synchronize")}`` logs each call as "sync".
-
-    The original still runs (unless it is replaced beforehand), so the
-    learner's code behaves as usual; every spy is removed on exit, even after
-    an error.
-    """
-    log = log if log is not None else CallLog()
-    saved: list[tuple[Any, str, Any]] = []
-    try:
-        for name, (owner, attr) in targets.items():
-            original = getattr(owner, attr)
-
-            def spy(*args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
-                log.record(__name)
-                return __original(*args, **kwargs)
-
-            functools.update_wrapper(spy, original)
-            saved.append((owner, attr, original))
-            setattr(owner, attr, spy)
-        yield log
-    finally:
-        for owner, attr, original in reversed(saved):
-            setattr(owner, attr, original)
-
-
-@contextlib.contextmanager
-def fake_machine(cuda: int = 0, mps: bool = False, built_for: str | None = None) -> Iterator[None]:
-    """Make torch report ``cuda`` CUDA GPUs and/or an MPS device, for grading device logic on a CPU.
-
-    Only the questions a program asks about the machine are faked
-    (``torch.cuda.is_available``, ``device_count``, ``get_device_name``,
-    ``current_device``, ``torch.backends.cuda.is_built``,
-    ``torch.backends.mps.is_available`` / ``is_built`` and ``torch.accelerator``'s
-    equivalents, ``current_device_index`` included); no tensor can really be
-    created on a faked device. Everything is restored on exit.
-
-    ``built_for`` is the accelerator torch was compiled for ("cuda", "mps" or
-    None); by default the one the machine has. ``fake_machine(built_for="cuda")``
-    is a CUDA build of torch on a machine without a GPU (a CUDA wheel on a
-    laptop, a CPU-only cloud runtime): ``torch.accelerator.current_accelerator()``
-    then names CUDA although ``is_available()`` is False, as real torch does.
-    """
-    accel = torch.device("cuda", 0) if cuda else torch.device("mps") if mps else None
-    if built_for is None:
-        built_for = accel.type if accel is not None else None
-    built = accel if accel is not None else torch.device(built_for, 0) if built_for == "cuda" else \
-        torch.device(built_for) if built_for else None
-
-    def current_accelerator(check_available: bool = False) -> torch.device | None:
-        return accel if check_available else built
-
-    def current_device_index() -> int:
-        if accel is None:
-            raise RuntimeError("Cannot access accelerator device when none is available.")
-        return 0
-
-    fakes: list[tuple[Any, str, Any]] = [
-        (torch.cuda, "is_available", lambda: cuda > 0),
-        (torch.cuda, "device_count", lambda: cuda),
-        (torch.cuda, "current_device", lambda: 0),
-        (torch.cuda, "get_device_name", lambda device=None: f"Simulated GPU {getattr(device, 'index', device) or 0}"),
-        (torch.backends.cuda, "is_built", lambda: cuda > 0 or built_for == "cuda"),
-        (torch.backends.mps, "is_available", lambda: mps),
-        (torch.backends.mps, "is_built", lambda: mps or built_for == "mps"),
-    ]
-    if hasattr(torch, "accelerator"):
-        fakes += [
-            (torch.accelerator, "is_available", lambda: accel is not None),
-            (torch.accelerator, "current_accelerator", current_accelerator),
-            (torch.accelerator, "device_count", lambda: cuda if cuda else int(mps)),
-        ]
-        fakes += [(torch.accelerator, name, current_device_index)
-                  for name in ("current_device_index", "current_device_idx") if hasattr(torch.accelerator, name)]
-    saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in fakes]
-    try:
-        for owner, attr, fake in fakes:
-            setattr(owner, attr, fake)
-        yield
-    finally:
-        for owner, attr, original in saved:
-            setattr(owner, attr, original)

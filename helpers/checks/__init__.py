@@ -1,0 +1,46 @@
+"""What grade cells use, kept apart from the modules the chapters teach with.
+
+Floors: ``core`` (CheckFailed, the check_* assertions, solved, passed) at the
+bottom; ``patching`` (the one patching utility) and ``machine`` (the one fake
+machine) on it; ``delegation`` (no exercise passed by calling the course's own
+version); then one module of verdicts per chapter, ``chNN``. No teaching
+module imports anything from here.
+
+A grade cell imports what it uses inside the cell (``from helpers.checks
+import check, passed``), so a learner's cell that defines its own ``check``
+changes nothing the grader runs. Hidden test *cases* never live here: the
+installed package is public to every learner; they stay in the cells' hidden
+blocks, and the chapter modules hold only the verdict logic.
+"""
+
+from helpers.checks.core import (
+    CheckFailed,
+    check,
+    check_close,
+    check_dtype,
+    check_equal,
+    check_raises,
+    check_type,
+    passed,
+    solved,
+)
+from helpers.checks.machine import FakeMachine, cpu_only_machine, fake_machine
+from helpers.checks.patching import CallLog, patched, record_calls
+
+__all__ = [
+    "CallLog",
+    "CheckFailed",
+    "FakeMachine",
+    "check",
+    "check_close",
+    "check_dtype",
+    "check_equal",
+    "check_raises",
+    "check_type",
+    "cpu_only_machine",
+    "fake_machine",
+    "passed",
+    "patched",
+    "record_calls",
+    "solved",
+]

@@ -1,0 +1,95 @@
+"""The one patching utility every stand-in in ``helpers.checks`` is built from.
+
+A check often has to change what torch or the clock answers for a moment: a
+fake machine, a simulated GPU's virtual clock, a spy that records calls. All
+of them go through :func:`patched`, so there is one place that restores
+everything on exit (on error too) and one rule for a learner's own bindings
+(``from time import perf_counter`` is replaced as well, and put back).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterable, Iterator
+from typing import Any
+from unittest import mock
+
+__all__ = ["CallLog", "patched", "record_calls"]
+
+Change = tuple[Any, str, Any]  # (owner, attribute, new value)
+
+
+@contextlib.contextmanager
+def patched(changes: Iterable[Change], namespaces: Iterable[dict] = ()) -> Iterator[None]:
+    """Set ``owner.attribute = new`` for each change while the block runs; restore all on exit.
+
+    An attribute the owner lacks (``torch.accelerator`` differs between torch
+    versions) is skipped rather than created, so a stand-in never invents API.
+    In each dict of ``namespaces`` (a learner's module globals), a name bound
+    to a replaced original is rebound to its replacement too, and put back
+    on exit; other names, including ones the learner adds meanwhile, are left
+    alone (``mock.patch.dict`` would clear and refill the whole dict).
+    """
+    last: dict[tuple[int, str], Change] = {}
+    for owner, attr, new in changes:  # a later change of the same attribute wins
+        last.pop((id(owner), attr), None)
+        last[(id(owner), attr)] = (owner, attr, new)
+    with contextlib.ExitStack() as stack:
+        replacement: dict[int, tuple[Any, Any]] = {}
+        for owner, attr, new in last.values():
+            if not hasattr(owner, attr):
+                continue
+            old = getattr(owner, attr)
+            replacement.setdefault(id(old), (old, new))
+            stack.enter_context(mock.patch.object(owner, attr, new))
+        for ns in namespaces:
+            for name, value in list(ns.items()):
+                hit = replacement.get(id(value))
+                if hit is not None and hit[0] is value:
+                    stack.callback(ns.__setitem__, name, value)
+                    ns[name] = hit[1]
+        yield
+
+
+class CallLog:
+    """The order in which spied functions were called, e.g. ``["sync", "clock"]``."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def record(self, name: str) -> None:
+        self.events.append(name)
+
+    def count(self, name: str) -> int:
+        return self.events.count(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.events)
+
+    def __repr__(self) -> str:
+        return f"CallLog({self.events!r})"
+
+
+def _spy(name: str, original: Any, log: CallLog) -> Any:
+    @functools.wraps(original)
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        log.record(name)
+        return original(*args, **kwargs)
+
+    return spy
+
+
+@contextlib.contextmanager
+def record_calls(targets: dict[str, tuple[Any, str]], log: CallLog | None = None,
+                 namespaces: Iterable[dict] = ()) -> Iterator[CallLog]:
+    """Spy on functions: ``{"sync": (torch.cuda, "synchronize")}`` logs each call as "sync".
+
+    The original still runs, so the learner's code behaves as usual; every spy
+    is removed on exit, even after an error.
+    """
+    log = log if log is not None else CallLog()
+    changes = [(owner, attr, _spy(name, getattr(owner, attr), log))
+               for name, (owner, attr) in targets.items() if hasattr(owner, attr)]
+    with patched(changes, namespaces):
+        yield log
