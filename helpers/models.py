@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["MLP", "SimpleModel", "make_regression", "set_seed"]
+__all__ = ["MLP", "SimpleModel", "flat_grads", "flat_params", "make_regression", "set_seed"]
 
 
 def set_seed(seed: int = 0) -> None:
@@ -66,3 +66,25 @@ def make_regression(
     w = torch.randn(in_features, out_features, generator=g) / in_features**0.5
     y = torch.tanh(x @ w) + noise * torch.randn(n, out_features, generator=g)
     return x, y
+
+
+def _chosen(model: nn.Module, trainable_only: bool) -> list[nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad or not trainable_only]
+
+
+def flat_params(model: nn.Module, trainable_only: bool = False) -> torch.Tensor:
+    """All parameters as one fp32 vector (a copy): compare two models, or one before and after a step.
+
+    Used by chapter 05 (what a skipped step leaves unchanged) and by the checks.
+    """
+    return torch.cat([p.detach().float().flatten() for p in _chosen(model, trainable_only)])
+
+
+def flat_grads(model: nn.Module, trainable_only: bool = False) -> torch.Tensor:
+    """All gradients as one fp32 vector, zeros where a ``.grad`` is None (not computed yet).
+
+    Chapter 03 (accumulated gradients against the big batch's) and chapter 05
+    (scaled against unscaled gradients) read gradients this way.
+    """
+    return torch.cat([(p.grad.detach().float().flatten() if p.grad is not None
+                       else torch.zeros(p.numel(), device=p.device)) for p in _chosen(model, trainable_only)])
