@@ -7,9 +7,11 @@ course the same way and a new chapter is picked up without editing a test.
 
 from __future__ import annotations
 
-import contextlib
-import io
+import json
 import re
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +61,8 @@ class Submission:
         # solution: time-on-device             (grade_id of the solution cell it replaces)
         # fails: time-on-device-sync           (grade cells that must fail; empty = full marks)
         # says: synchronis                     (text every failure message must contain)
+        # leaks: time.perf_counter             (optional: global state the submission itself leaves changed,
+                                                on purpose; anything else left changed fails the test)
     """
 
     chapter: str
@@ -67,6 +71,7 @@ class Submission:
     fails: list[str]
     says: str
     source: str
+    leaks: str = ""
     path: Path = field(repr=False, default=None)
 
 
@@ -74,7 +79,7 @@ def submissions() -> list[Submission]:
     found = []
     for path in sorted(SUBMISSIONS.glob("*/*.py")):
         text = path.read_text()
-        header = dict(re.findall(r"^# (solution|fails|says):[ \t]*(.*)$", text, flags=re.M))
+        header = dict(re.findall(r"^# (solution|fails|says|leaks):[ \t]*(.*)$", text, flags=re.M))
         if "solution" not in header:
             raise ValueError(f"{path}: the header needs a '# solution: <grade_id>' line")
         found.append(
@@ -84,6 +89,7 @@ def submissions() -> list[Submission]:
                 solution=header["solution"].strip(),
                 fails=header.get("fails", "").split(),
                 says=header.get("says", "").strip(),
+                leaks=header.get("leaks", "").strip(),
                 source=text,
                 path=path,
             )
@@ -97,33 +103,70 @@ class CellResult:
     message: str = ""
 
 
-def run_graded_cells(nb, replacements: dict[str, str] | None = None) -> dict[str, CellResult]:
-    """Run a chapter's code cells in order in one fresh namespace, as a grader would.
+@dataclass
+class RunResult:
+    """One run of a chapter's graded cells: each grade cell's outcome, and what the run left changed."""
 
-    Demonstration cells (tag ``demo``) are skipped, exactly as
-    ``SkipDemoCells`` skips them under nbgrader; a solution cell whose
-    grade_id is in ``replacements`` runs the given source instead. Like
-    nbgrader, execution goes on after a failing cell. Returns the outcome of
-    every grade cell. This is the fast path: the same cells and hidden tests
-    nbgrader runs, without a kernel start per submission.
+    cells: dict[str, CellResult]
+    leaks: list[str]
+    seconds: float = 0.0
+
+
+RUNNER = Path(__file__).resolve().parent / "cell_runner.py"
+WORKER_TIMEOUT_S = 900
+
+
+def _job_cells(nb) -> list[dict]:
+    """The non-demo code cells, as nbgrader runs them while grading (demo cells are blanked there)."""
+    return [{"source": cell.source, "grade_id": nbgrader_meta(cell).get("grade_id", ""),
+             "grade": bool(nbgrader_meta(cell).get("grade")), "solution": bool(nbgrader_meta(cell).get("solution"))}
+            for cell in nb.cells if cell.cell_type == "code" and not is_demo_cell(cell)]
+
+
+def run_submissions(nb, runs: dict[str, dict[str, str]], warnings_as_errors: tuple[str, ...] = ()) -> dict[str, RunResult]:
+    """Run a chapter's graded cells once per entry of ``runs`` (key -> {solution grade_id: source}).
+
+    All runs share one worker process (tests/cell_runner.py), so torch is imported once per chapter,
+    and none of them can change the test process: a submission that crashes the interpreter, loops
+    in a way the per-cell alarm cannot stop, or leaves torch changed, affects only the worker. A run
+    that kills its worker is reported as its every grade cell failing with the reason, and a new
+    worker takes the remaining runs.
     """
-    replacements = dict(replacements or {})
-    namespace: dict = {"__name__": "__main__"}
-    exec("from IPython.display import display", namespace)  # what a kernel provides
-    results: dict[str, CellResult] = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code" or is_demo_cell(cell):
-            continue
-        meta = nbgrader_meta(cell)
-        source = replacements.pop(meta["grade_id"], cell.source) if meta.get("solution") else cell.source
-        error = None
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(source, f"<cell {meta.get('grade_id', cell.get('id', '?'))}>", "exec"), namespace)
-        except Exception as err:  # noqa: BLE001 - a failing cell is an outcome, as under nbgrader
-            error = f"{type(err).__name__}: {err}"
-        if meta.get("grade"):
-            results[meta["grade_id"]] = CellResult(error is None, error or "")
-    if replacements:
-        raise KeyError(f"no solution cell with grade_id {sorted(replacements)}")
+    cells = _job_cells(nb)
+    grade_ids = [c["grade_id"] for c in cells if c["grade"]]
+    pending = list(runs.items())
+    results: dict[str, RunResult] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        while pending:
+            job, out = Path(tmp) / "job.json", Path(tmp) / "results.jsonl"
+            job.write_text(json.dumps({"cells": cells, "warnings_as_errors": list(warnings_as_errors),
+                                       "runs": [{"key": k, "replacements": r} for k, r in pending]}))
+            out.write_text("")
+            proc = subprocess.run([sys.executable, str(RUNNER), str(job), str(out)], capture_output=True,
+                                  text=True, timeout=WORKER_TIMEOUT_S, cwd=ROOT)
+            for line in out.read_text().splitlines():
+                done = json.loads(line)
+                results[done["key"]] = RunResult({g: CellResult(*v) for g, v in done["cells"].items()},
+                                                 done["leaks"], done["seconds"])
+            pending = [(k, r) for k, r in pending if k not in results]
+            if pending:
+                key = pending.pop(0)[0]
+                why = (f"the grading process died during this submission (exit {proc.returncode}): "
+                       f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'no message'}")
+                results[key] = RunResult({g: CellResult(False, why) for g in grade_ids}, [])
     return results
+
+
+def run_graded_cells(nb, replacements: dict[str, str] | None = None,
+                     warnings_as_errors: tuple[str, ...] = ()) -> dict[str, CellResult]:
+    """Run a chapter's code cells once, as a grader would, with ``replacements`` for solution cells.
+
+    Demonstration cells (tag ``demo``) are skipped, exactly as ``SkipDemoCells`` skips them under
+    nbgrader; like nbgrader, execution goes on after a failing cell. Returns the outcome of every
+    grade cell. This is the fast path: the same cells and hidden tests nbgrader runs, in one worker
+    process instead of a kernel per submission (see :func:`run_submissions`).
+    """
+    result = run_submissions(nb, {"run": dict(replacements or {})}, warnings_as_errors)["run"]
+    if "__unknown__" in result.cells:
+        raise KeyError(result.cells["__unknown__"].message)
+    return result.cells

@@ -1,16 +1,19 @@
 """Every exercise: the reference solution passes every check, and each wrong submission
 in tests/submissions loses exactly the grade cells it should, with a message naming the mistake.
 
-Runs the chapter's own cells (hidden tests included) in-process, skipping demonstrations:
-the same code nbgrader runs, at a fraction of the cost of a kernel per submission.
-The real nbgrader round trip (tests/test_roundtrip.py) covers the solution and the blank release.
+Runs the chapter's own cells (hidden tests included) in a worker process per chapter, skipping
+demonstrations: the same code nbgrader runs, at a fraction of the cost of a kernel per submission.
+After every submission the worker checks that torch's global state and every attribute a check may
+patch are as before, so one submission can never change how the next one is graded.
+The real nbgrader round trip (tests/test_roundtrip.py) covers the solution, the blank release and two
+wrong submissions per exercise, and proves nbgrader and this runner agree.
 """
 
 import functools
 
 import pytest
 
-from course import chapters, grade_cells, load, run_graded_cells, solution_path, submissions
+from course import chapters, grade_cells, load, run_submissions, solution_path, submissions
 
 
 @functools.lru_cache(maxsize=None)
@@ -18,30 +21,53 @@ def _notebook(chapter):
     return load(solution_path(chapter))
 
 
+@functools.lru_cache(maxsize=None)
+def _graded(chapter):
+    """Outcomes of the reference ("reference") and of every submission of ``chapter`` (by name)."""
+    runs = {"reference": {}}
+    runs.update({sub.name: {sub.solution: sub.source} for sub in submissions() if sub.chapter == chapter})
+    return run_submissions(_notebook(chapter), runs)
+
+
 @pytest.mark.parametrize("chapter", chapters())
 def test_reference_solution_passes_every_check(chapter):
-    results = run_graded_cells(_notebook(chapter))
-    assert set(results) == set(grade_cells(_notebook(chapter)))
-    failed = {gid: r.message for gid, r in results.items() if not r.passed}
+    result = _graded(chapter)["reference"]
+    assert set(result.cells) == set(grade_cells(_notebook(chapter)))
+    failed = {gid: r.message for gid, r in result.cells.items() if not r.passed}
     assert not failed, f"the reference solution of {chapter} fails: {failed}"
+    assert not result.leaks, f"the reference solution of {chapter} leaves global state changed: {result.leaks}"
 
 
 @pytest.mark.parametrize("sub", submissions(), ids=lambda s: f"{s.chapter}/{s.name}")
 def test_submission_loses_exactly_its_points(sub):
-    nb = _notebook(sub.chapter)
-    points = grade_cells(nb)
+    points = grade_cells(_notebook(sub.chapter))
     assert not sub.fails or sub.says, f"{sub.path.name}: a wrong submission needs '# says:', the words its failure must name"
     unknown = set(sub.fails) - set(points)
     assert not unknown, f"{sub.path.name}: '# fails:' names grade cells that do not exist: {unknown}"
-    results = run_graded_cells(nb, {sub.solution: sub.source})
-    failed = {gid for gid, r in results.items() if not r.passed}
+    result = _graded(sub.chapter)[sub.name]
+    assert "__unknown__" not in result.cells, f"{sub.path.name}: {result.cells.get('__unknown__')}"
+    failed = {gid for gid, r in result.cells.items() if not r.passed}
     assert failed == set(sub.fails), (
         f"{sub.path.name}: expected exactly {sorted(sub.fails)} to fail, got {sorted(failed)}: "
-        + "; ".join(f"{g}: {results[g].message}" for g in sorted(failed ^ set(sub.fails)))
+        + "; ".join(f"{g}: {result.cells[g].message}" for g in sorted(failed ^ set(sub.fails)))
     )
-    lost = sum(points[g] for g in failed)
-    assert lost == sum(points[g] for g in sub.fails)
     for gid in sub.fails:
-        assert sub.says.lower() in results[gid].message.lower(), (
-            f"{sub.path.name}: the failure of {gid} should name the mistake ({sub.says!r}); it said: {results[gid].message}"
+        assert sub.says.lower() in result.cells[gid].message.lower(), (
+            f"{sub.path.name}: the failure of {gid} should name the mistake ({sub.says!r}); it said: {result.cells[gid].message}"
         )
+    unexpected = [leak for leak in result.leaks if not sub.leaks or sub.leaks not in leak]
+    assert not unexpected, (f"{sub.path.name}: after grading, global state is changed: {unexpected}. A check must "
+                            "restore what it patches (and undo a learner's leak it detects)")
+
+
+def test_every_exercise_has_two_wrong_submissions():
+    """The real-nbgrader round trip grades two wrong submissions per exercise; each chapter keeps them here."""
+    from course import solution_ids
+
+    wrong = {}
+    for sub in submissions():
+        if sub.fails:
+            wrong.setdefault(sub.solution, set()).add(sub.name)
+    short = {gid: sorted(wrong.get(gid, ())) for chapter in chapters() for gid in solution_ids(_notebook(chapter))
+             if len(wrong.get(gid, ())) < 2}
+    assert not short, f"exercises with fewer than two wrong submissions in tests/submissions: {short}"

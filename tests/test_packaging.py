@@ -1,9 +1,17 @@
 """The two install routes (pip via pyproject.toml, conda via environment.yml) ask for the same packages."""
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 
-from course import ROOT
+import pytest
+
+import nbformat
+
+from course import ROOT, load, nbgrader_meta, solution_path
 
 #: conda-forge names that differ from the names on the Python package index
 CONDA_NAMES = {"pytorch": "torch"}
@@ -37,3 +45,38 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and "make lab" in readme
     assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
+
+
+@pytest.mark.slow
+def test_a_non_editable_install_has_every_subpackage_and_grades(released_course, tmp_path):
+    """A wheel (Colab, a course server) must carry helpers.checks and helpers.grading: nbgrader_config.py
+    and `python -m helpers grade` import them. Built, installed into a bare folder, used from outside the repo."""
+    wheels, site, course = tmp_path / "wheels", tmp_path / "site", tmp_path / "course"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(wheels), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    (wheel,) = wheels.glob("*.whl")
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
+                              str(wheel)], capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    shutil.copytree(released_course, course, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback"))
+    submitted = course / "submitted" / "alice" / "00_start"
+    submitted.mkdir(parents=True)
+    answer = {nbgrader_meta(c)["grade_id"]: c.source for c in load(solution_path("00_start")).cells
+              if nbgrader_meta(c).get("solution")}
+    nb = load(course / "release" / "00_start" / "00_start.ipynb")
+    for cell in nb.cells:  # the learner's notebook with the reference answers typed in
+        cell.source = answer.get(nbgrader_meta(cell).get("grade_id"), cell.source)
+    nbformat.write(nb, str(submitted / "00_start.ipynb"))
+    env = {**os.environ, "PYTHONPATH": str(site)}
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], cwd=course, env=env, capture_output=True, text=True, timeout=600)
+
+    where = run("-c", "import helpers, helpers.checks.core, helpers.grading.cli; print(helpers.__file__)")
+    assert where.returncode == 0 and where.stdout.strip().startswith(str(site)), where.stdout + where.stderr
+    assert run("-m", "helpers", "grade", "--help").returncode == 0
+    assert run("-m", "nbgrader", "db", "student", "add", "alice").returncode == 0
+    graded = run("-m", "helpers", "grade", "--assignment", "00_start", "--no-progress")
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert re.search(r"alice +2/2 graded", graded.stdout), graded.stdout

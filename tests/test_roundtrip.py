@@ -2,8 +2,8 @@
 
 - the reference solution scores full marks;
 - the blank release scores 0;
-- a "mistakes" submission (every exercise answered by one of its wrong submissions from
-  tests/submissions) loses exactly the points of the grade cells those submissions name, and
+- two "mistakes" submissions (every exercise answered by its first, then its second wrong submission
+  from tests/submissions) lose exactly the points of the grade cells those submissions name, and
   nbgrader's cell-by-cell outcome equals the in-process runner's (tests/course.py), which is what
   lets tests/test_exercises.py grade every other wrong submission without a kernel per submission.
 """
@@ -19,18 +19,26 @@ from nbgrader.api import Gradebook
 from course import chapters, grade_cells, load, nbgrader_meta, run_graded_cells, solution_path, submissions
 
 
-def mistakes_for(chapter):
-    """One wrong submission per exercise of ``chapter`` (the first by name): grade_id -> Submission."""
-    chosen = {}
+MISTAKES = ("mistakes", "mistakes2")
+
+
+def mistakes_for(chapter, student="mistakes"):
+    """The n-th wrong submission (by name) of each exercise of ``chapter``: grade_id -> Submission.
+
+    ``mistakes`` takes the first of each exercise, ``mistakes2`` the second (or the first again
+    where an exercise has only one).
+    """
+    wrong: dict[str, list] = {}
     for sub in submissions():
-        if sub.chapter == chapter and sub.fails and sub.solution not in chosen:
-            chosen[sub.solution] = sub
-    return chosen
+        if sub.chapter == chapter and sub.fails:
+            wrong.setdefault(sub.solution, []).append(sub)
+    n = MISTAKES.index(student)
+    return {gid: subs[min(n, len(subs) - 1)] for gid, subs in wrong.items()}
 
 
-def _mistakes_notebook(released_path, chapter):
+def _mistakes_notebook(released_path, chapter, student):
     nb = nbformat.read(str(released_path), as_version=4)
-    chosen = mistakes_for(chapter)
+    chosen = mistakes_for(chapter, student)
     for cell in nb.cells:
         sub = chosen.get(nbgrader_meta(cell).get("grade_id")) if nbgrader_meta(cell).get("solution") else None
         if sub is not None:
@@ -43,12 +51,13 @@ def graded(released_course):
     course = released_course
     for chapter in chapters():
         released = course / "release" / chapter / f"{chapter}.ipynb"
-        for student in ("reference", "blank", "mistakes"):
+        for student in ("reference", "blank", *MISTAKES):
             (course / "submitted" / student / chapter).mkdir(parents=True, exist_ok=True)
         shutil.copy(solution_path(chapter), course / "submitted" / "reference" / chapter / f"{chapter}.ipynb")
         shutil.copy(released, course / "submitted" / "blank" / chapter / f"{chapter}.ipynb")
-        nbformat.write(_mistakes_notebook(released, chapter),
-                       str(course / "submitted" / "mistakes" / chapter / f"{chapter}.ipynb"))
+        for student in MISTAKES:
+            nbformat.write(_mistakes_notebook(released, chapter, student),
+                           str(course / "submitted" / student / chapter / f"{chapter}.ipynb"))
         proc = subprocess.run(
             [sys.executable, "-m", "nbgrader", "autograde", chapter, "--force", "--create", "--log-level=WARN",
              f"--CourseDirectory.root={course}"],
@@ -77,13 +86,14 @@ def test_reference_scores_full_marks_and_blank_scores_zero(graded, chapter):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("student", MISTAKES)
 @pytest.mark.parametrize("chapter", chapters())
-def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter):
-    chosen = mistakes_for(chapter)
+def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter, student):
+    chosen = mistakes_for(chapter, student)
     assert chosen, f"{chapter} has no wrong submission in tests/submissions/{chapter}"
     expected_failures = {gid for sub in chosen.values() for gid in sub.fails}
     with Gradebook(f"sqlite:///{graded / 'gradebook.db'}") as gb:
-        scores = _cell_scores(gb, chapter, "mistakes")
+        scores = _cell_scores(gb, chapter, student)
     lost = {gid for gid, (score, maximum) in scores.items() if score != maximum}
     assert lost == expected_failures, f"{chapter}: nbgrader took points from {sorted(lost)}, expected {sorted(expected_failures)}"
     assert all(scores[g][0] == 0 for g in lost), f"{chapter}: partial credit where a check failed: {scores}"

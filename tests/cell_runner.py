@@ -1,0 +1,182 @@
+"""Worker process for tests/course.py: run a chapter's graded cells once per submission, as a grader would.
+
+Run as ``python cell_runner.py JOB.json RESULTS.jsonl``. The job holds the chapter's non-demo code cells
+and a list of runs (each a set of solution-cell replacements). For every run the cells execute in order in
+a fresh ``__main__``-like namespace; like nbgrader, execution goes on after a failing cell, and any
+``BaseException`` a cell raises (``SystemExit``, ``KeyboardInterrupt``, a timeout) is that cell's outcome.
+
+After every run the worker compares torch's global state and the attributes that checks patch with what
+they were before, records any difference as the run's ``leaks`` (a check that forgets to restore a patch,
+or a learner's mistake that no check undid, would otherwise change what the next submission is graded
+against), and puts everything back. One JSON line per run is appended to RESULTS (and flushed), so a run
+that kills the process (``os._exit``) loses only itself: the parent starts a new worker for the rest.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import io
+import json
+import os
+import signal
+import sys
+import time
+import timeit
+import warnings
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import torch  # noqa: E402
+
+CELL_TIMEOUT_S = int(os.environ.get("COURSE_CELL_TIMEOUT", "120"))
+
+#: Modules whose public functions and classes a check may patch; each must be back after every run.
+WATCHED_MODULES = ["torch", "torch.cuda", "torch.mps", "torch.backends.cuda", "torch.backends.mps",
+                   "torch.accelerator", "torch.amp", "torch.nn.functional", "torch.utils.data", "time", "timeit",
+                   "statistics", "torch.distributed"]
+#: Classes whose methods a check may patch (GradScaler spies, optimizer hooks, pinned batches).
+WATCHED_CLASSES = [("torch.amp", "GradScaler"), ("torch.optim", "Optimizer"), ("torch.nn", "Module"),
+                   ("torch", "Tensor"), ("torch.utils.data", "DataLoader")]
+
+
+class CellTimeout(BaseException):
+    """A cell ran past COURSE_CELL_TIMEOUT seconds (a BaseException, so `except Exception` cannot hide it)."""
+
+
+def _on_alarm(signum, frame):
+    raise CellTimeout(f"the cell ran for more than {CELL_TIMEOUT_S} s")
+
+
+def _attributes() -> dict[tuple[str, str], object]:
+    """Every watched attribute, and the code object of every function in helpers (the tripwire swaps them)."""
+    found: dict[tuple[str, str], object] = {}
+    for name in WATCHED_MODULES:
+        module = sys.modules.get(name)
+        for attr in dir(module) if module is not None else ():
+            if not attr.startswith("__"):
+                value = getattr(module, attr, None)
+                if callable(value):
+                    found[(name, attr)] = value
+    for module_name, cls_name in WATCHED_CLASSES:
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        for attr, value in (vars(cls).items() if cls is not None else ()):
+            if callable(value):
+                found[(f"{module_name}.{cls_name}", attr)] = value
+    for name, module in list(sys.modules.items()):
+        if name == "helpers" or name.startswith("helpers."):
+            for attr, value in list(vars(module).items()):
+                if callable(value) and not attr.startswith("__"):
+                    found[(name, attr)] = value
+                    code = getattr(value, "__code__", None)
+                    if code is not None:
+                        found[(name, attr + ".__code__")] = code
+    return found
+
+
+def _settings() -> dict[str, object]:
+    return {
+        "grad mode": torch.is_grad_enabled(),
+        "inference mode": torch.is_inference_mode_enabled(),
+        "default dtype": torch.get_default_dtype(),
+        "threads": torch.get_num_threads(),
+        "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
+        "anomaly detection": torch.is_anomaly_enabled(),
+        "float32 matmul precision": torch.get_float32_matmul_precision(),
+        "working directory": os.getcwd(),
+    }
+
+
+def _restore_settings(before: dict[str, object]) -> None:
+    torch.set_grad_enabled(before["grad mode"])
+    torch.set_default_dtype(before["default dtype"])
+    torch.set_num_threads(before["threads"])
+    torch.use_deterministic_algorithms(before["deterministic algorithms"])
+    torch.set_anomaly_enabled(before["anomaly detection"])
+    torch.set_float32_matmul_precision(before["float32 matmul precision"])
+    os.chdir(before["working directory"])
+
+
+def _restore_attribute(key: tuple[str, str], value: object) -> None:
+    owner_name, attr = key
+    if attr.endswith(".__code__"):
+        fn = getattr(sys.modules[owner_name], attr[: -len(".__code__")])
+        fn.__code__ = value
+        return
+    if owner_name in sys.modules:
+        owner = sys.modules[owner_name]
+    else:
+        module_name, _, cls_name = owner_name.rpartition(".")
+        owner = getattr(sys.modules[module_name], cls_name)
+    setattr(owner, attr, value)
+
+
+def leaks_since(settings: dict, attributes: dict) -> list[str]:
+    """What differs from the snapshot, in words; everything found is put back."""
+    found = []
+    now = _settings()
+    for key, value in settings.items():
+        if now[key] != value:
+            found.append(f"{key} is {now[key]!r}, was {value!r}")
+    if found:
+        _restore_settings(settings)
+    current = _attributes()
+    for key, value in attributes.items():
+        if key in current and current[key] is not value:
+            found.append(f"{key[0]}.{key[1]} is still replaced")
+            _restore_attribute(key, value)
+    return found
+
+
+def _namespace() -> dict:
+    namespace: dict = {"__name__": "__main__"}
+    exec("from IPython.display import display", namespace)  # what a kernel provides
+    return namespace
+
+
+def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors: list[str]) -> dict:
+    """Run the cells once; return {"cells": {grade_id: [passed, message]}, "leaks": [...]}."""
+    settings, attributes = _settings(), _attributes()
+    namespace, results = _namespace(), {}
+    replacements = dict(replacements)
+    with warnings.catch_warnings():
+        for category in warnings_as_errors:
+            warnings.simplefilter("error", getattr(builtins, category))
+        for cell in cells:
+            source = replacements.pop(cell["grade_id"], cell["source"]) if cell["solution"] else cell["source"]
+            error = None
+            signal.alarm(CELL_TIMEOUT_S)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    exec(compile(source, f"<cell {cell['grade_id'] or '?'}>", "exec"), namespace)
+            except BaseException as err:  # noqa: BLE001 - any failure of a cell is its outcome, as under nbgrader
+                error = f"{type(err).__name__}: {err}"
+            finally:
+                signal.alarm(0)
+            if cell["grade"]:
+                results[cell["grade_id"]] = [error is None, error or ""]
+    if replacements:
+        results["__unknown__"] = [False, f"no solution cell with grade_id {sorted(replacements)}"]
+    namespace.clear()
+    return {"cells": results, "leaks": leaks_since(settings, attributes)}
+
+
+def main(job_path: str, results_path: str) -> None:
+    job = json.loads(open(job_path).read())
+    signal.signal(signal.SIGALRM, _on_alarm)
+    _restore_settings(_settings())  # the first call of some setters replaces torch attributes lazily: do it now
+    for module in job.get("preload", []):
+        importlib.import_module(module)
+    with open(results_path, "a") as out:
+        for run in job["runs"]:
+            started = time.perf_counter()
+            result = run_once(job["cells"], run["replacements"], job.get("warnings_as_errors", []))
+            result.update(key=run["key"], seconds=round(time.perf_counter() - started, 3))
+            out.write(json.dumps(result) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    _ = timeit  # watched module: imported so its attributes are in the snapshot
+    main(sys.argv[1], sys.argv[2])
