@@ -23,6 +23,7 @@ STUDENT ?=
 help:
 	@echo "make lab       open the course in JupyterLab (sets up .venv first if needed)"
 	@echo "make test      run every test (sets up .venv first if needed)"
+	@echo "make test-fast unit tests and exercise checks only (no notebooks, no nbgrader round trip)"
 	@echo "make env       what this machine offers the course"
 	@echo "make release   regenerate notebooks/ from solutions/ (refuses to overwrite your edits)"
 	@echo "make grade     grade submitted/ [ASSIGNMENT=.. STUDENT=..]; prints a status table"
@@ -44,17 +45,22 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# the unit tests and in-process exercise checks only: no notebook runs, no real nbgrader or Jupyter (about a minute)
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow" tests $(PYTEST_ARGS)
+
 env: $(STAMP)
 	$(PY) -m helpers env
 
 release: $(STAMP)
 	$(PY) -m helpers release
 
+# quoted, so STUDENT="pat smith" stays one argument
 grade: $(STAMP)
-	$(PY) -m helpers grade $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(STUDENT),--student $(STUDENT))
+	$(PY) -m helpers grade $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(STUDENT),--student "$(STUDENT)")
 
 feedback: $(STAMP)
-	$(PY) -m helpers feedback $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(STUDENT),--student $(STUDENT))
+	$(PY) -m helpers feedback $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(STUDENT),--student "$(STUDENT)")
 
 export: $(STAMP)
 	$(PY) -m helpers export

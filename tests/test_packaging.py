@@ -80,3 +80,10 @@ def test_a_non_editable_install_has_every_subpackage_and_grades(released_course,
     graded = run("-m", "helpers", "grade", "--assignment", "00_start", "--no-progress")
     assert graded.returncode == 0, graded.stdout + graded.stderr
     assert re.search(r"alice +2/2 graded", graded.stdout), graded.stdout
+
+
+def test_every_phony_make_target_is_defined():
+    text = (ROOT / "Makefile").read_text()
+    phony = re.search(r"^\.PHONY:(.*)$", text, flags=re.M).group(1).split()
+    defined = set(re.findall(r"^([A-Za-z][\w-]*):", text, flags=re.M))
+    assert set(phony) <= defined, f"declared in .PHONY but never defined: {sorted(set(phony) - defined)}"

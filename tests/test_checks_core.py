@@ -1,0 +1,75 @@
+"""The shared machinery of helpers.checks: the one patching utility and the tripwire for the course's
+own versions of an exercise. (Assertions and the fake machine: tests/test_checks.py.)"""
+
+import functools
+import time
+
+import pytest
+
+from helpers import device as dev
+from helpers.checks import CheckFailed, patched, solved
+from helpers.checks.delegation import COURSE_VERSIONS, CourseVersionCalled, forbid_course_versions
+
+
+def test_patched_restores_attributes_and_learner_bindings_even_after_an_error():
+    original = time.perf_counter
+    learner = {"perf_counter": time.perf_counter, "other": 1}
+    with pytest.raises(ZeroDivisionError):
+        with patched([(time, "perf_counter", lambda: 42.0)], [learner]):
+            assert time.perf_counter() == 42.0 and learner["perf_counter"]() == 42.0
+            learner["added_meanwhile"] = "kept"
+            1 / 0
+    assert time.perf_counter is original and learner["perf_counter"] is original
+    assert learner["added_meanwhile"] == "kept" and learner["other"] == 1
+
+
+def test_patched_skips_attributes_the_owner_lacks_and_a_later_change_wins():
+    with patched([(time, "no_such_clock", 1), (time, "monotonic", lambda: 1.0), (time, "monotonic", lambda: 2.0)]):
+        assert not hasattr(time, "no_such_clock") and time.monotonic() == 2.0
+    assert time.monotonic() != 2.0
+
+
+def move_batch(batch, device):
+    return dev.to_device(batch, device)
+
+
+def move_batch_aliased(batch, device):
+    mover = functools.partial(dev.to_device, device=device)
+    return mover(batch)
+
+
+def move_batch_swallowing(batch, device):
+    try:
+        return dev.to_device(batch, device)
+    except Exception:  # noqa: BLE001 - the learner hides the tripwire; it must still count
+        return batch
+
+
+@pytest.mark.parametrize("fn", [move_batch, move_batch_aliased, move_batch_swallowing], ids=lambda f: f.__name__)
+def test_calling_the_course_version_fails_however_it_is_reached(fn):
+    fn.__name__ = "move_batch"
+    with pytest.raises(CourseVersionCalled, match=r"write it yourself: `helpers\.device\.to_device`"):
+        solved(fn, [1], "cpu")
+    assert dev.to_device([1], "cpu") == [1], "the course function works again afterwards"
+
+
+def test_the_tripwire_is_only_for_the_exercise_it_is_listed_under():
+    def count_parameters(model):
+        return len(dev.to_device([1, 2], "cpu"))
+
+    assert solved(count_parameters, None) == 2
+    with forbid_course_versions("no_such_exercise"):
+        assert dev.to_device([3], "cpu") == [3]
+
+
+def test_every_listed_course_version_exists_and_is_a_plain_function():
+    from helpers.checks.delegation import _resolve
+
+    for exercise, targets in COURSE_VERSIONS.items():
+        for spec in targets:
+            fn = _resolve(spec)
+            assert callable(fn) and hasattr(fn, "__code__") and not fn.__code__.co_freevars, (exercise, spec)
+
+
+def test_a_course_version_failure_is_a_check_failure():
+    assert issubclass(CourseVersionCalled, CheckFailed)
