@@ -4,11 +4,12 @@ Import the module a chapter teaches (``from helpers import device``); nothing
 here runs on import (no seeding, no device probing), so importing is cheap and
 has no side effects.
 
-Floors (imports only go down):
-    face         __main__ (python -m helpers env)
-    techniques   amp  dataloader  ddp  troubleshoot
+Floors (imports only go down; tests/test_architecture.py enforces them):
+    face         __main__ (python -m helpers ...), grading/ (the instructor's commands)
+    checks       checks/ (what grade cells use: never imported by the modules below)
+    techniques   amp  dataloader  ddp  troubleshoot   (no technique imports another)
     measuring    benchmark  memory
-    ground       device  machine  models  plots  checks
+    ground       device  machine  models  plots
 """
 
 __all__ = ["__version__"]
