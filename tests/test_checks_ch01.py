@@ -268,6 +268,23 @@ def test_fake_comparison_judges_the_crossover_against_the_learners_own_speedups(
     assert "tie" in tie.crossover_verdict(dict(result, crossover=64), [8, 64, 512])
 
 
+def test_a_constant_comparison_loses_the_crossover_too():
+    """Its speed-ups come from no measurement, so its crossover is judged against the injected timings."""
+    def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
+        return {"accelerator": accelerator, "sizes": list(sizes), "cpu_s": [1.0] * len(sizes),
+                "accelerator_s": [0.5] * len(sizes), "speedup": [2.0] * len(sizes), "crossover": sizes[0]}
+
+    case = dict(cpu_s=[1e-6, 1e-3], accelerator_s=[1e-5, 2e-3])
+    for check, says in [(ch01.check_speedup, "not timed"), (ch01.check_crossover, "expected None"),
+                        (ch01.check_untimed_setup, "make_work was not called"),
+                        (ch01.check_no_accelerator, "should be None")]:
+        with pytest.raises(CheckFailed, match=says):
+            if check is ch01.check_no_accelerator:
+                check(compare_devices, [16, 512], cpu_s=case["cpu_s"])
+            else:
+                check(compare_devices, [16, 512], **case)
+
+
 def test_fake_comparison_names_an_ignored_timer_and_makes_syncs_harmless():
     fake = FakeComparison({"cpu": [1e-3, 2e-3], "cuda": [1e-4, 1e-4]})
 

@@ -545,16 +545,20 @@ class FakeComparison:
         return f"\"speedup\": got {speedup!r}; expected cpu_s / accelerator_s per size, {want}."
 
     def crossover_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
-        """Judged against the speed-ups the learner returned when they are a list of numbers, one per size.
+        """Judged against the speed-ups the learner returned, when they are a list of numbers, one per size,
+        and the work was made for every size on every device (so they come from a measurement).
 
         So a wrong speed-up (inverted, say) costs the speed-up check only, and a
-        crossover computed right from it passes; otherwise against the injected timings.
+        crossover computed right from it passes; otherwise (a constant answer,
+        say) it is judged against the injected timings.
         """
         if (msg := _missing(result, ["crossover", "speedup"])) is not None:
             return msg
         speedup = self._speedups()
         own = _floats(result["speedup"]) if result["speedup"] is not None else None
-        if own is not None and len(own) == len(sizes) and all(math.isfinite(v) for v in own):
+        made = {(e[1], e[2]) for e in self.log if e[0] == "make"}
+        measured = all((n, kind) in made for n in sizes for kind in self.seconds)
+        if measured and own is not None and len(own) == len(sizes) and all(math.isfinite(v) for v in own):
             speedup = own
         want = benchmark.crossover(sizes, speedup)
         if result["crossover"] == want:
