@@ -22,14 +22,15 @@ from helpers.checks.ch01 import SimulatedDevice
 
 def test_time_callable_reports_a_timing_with_throughput():
     a = torch.randn(32, 32)
-    t = bench.time_callable(lambda: a @ a, "cpu", min_run_time=0.01, flops=2 * 32**3, nbytes=3 * 32 * 32 * 4, label="mm")
+    t = bench.time_callable(lambda: a @ a, "cpu", min_run_time=0.01, flops=2 * 32**3, nbytes=3 * 32 * 32 * 4, label="mm",
+                            warn=False)
     assert isinstance(t, bench.Timing)
     assert t.median > 0 and t.iqr >= 0 and t.times and all(x > 0 for x in t.times)
     assert t.device == "cpu" and t.label == "mm"
     assert t.flops_per_s == pytest.approx(2 * 32**3 / t.median)
     assert t.bytes_per_s == pytest.approx(3 * 32 * 32 * 4 / t.median)
     assert "mm" in str(t) and "FLOP/s" in str(t)
-    plain = bench.time_callable(lambda: a @ a, "cpu", min_run_time=0.01)
+    plain = bench.time_callable(lambda: a @ a, "cpu", min_run_time=0.01, warn=False)
     assert plain.flops_per_s is None and plain.bytes_per_s is None
 
 
@@ -166,3 +167,12 @@ def test_compare_with_torch_timer_reports_both_medians_per_round():
     for row in table:
         assert row["torch_timer"] > 0 and row["time_callable"] > 0
         assert row["difference"] == (row["time_callable"] - row["torch_timer"]) / row["torch_timer"]
+
+
+def test_bench_command_explains_itself_and_rejects_bad_sizes(capsys):
+    from helpers.__main__ import main
+
+    assert main(["bench", "--help"]) == 0
+    assert "--vs-timer" in capsys.readouterr().out
+    assert main(["bench", "big"]) == 2
+    assert "whole numbers" in capsys.readouterr().err
