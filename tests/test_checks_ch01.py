@@ -195,6 +195,26 @@ def test_a_constant_answer_that_never_calls_fn_loses_with_a_reason():
             check()
 
 
+def test_a_correct_answer_that_warns_keeps_stderr_clean():
+    """nbgrader scores a grade cell that writes to stderr 0, and a warning alone never costs points."""
+    import warnings
+
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        warnings.warn("a harmless note", UserWarning)
+        return _median_timer(fn, device, warmup, repeats)
+
+    def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
+        warnings.warn("a harmless note", FutureWarning)
+        return _reference_compare(make_work, sizes, accelerator, timer)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ch01.check_runs(time_on_device, "cpu", warmup=1, repeats=1)
+        ch01.check_warmup(time_on_device, warmup=2, repeats=3)
+        ch01.check_speedup(compare_devices, [8, 16], cpu_s=[1e-3, 2e-3], accelerator_s=[1e-4, 1e-4])
+        ch01.check_no_accelerator(compare_devices, [8, 16], cpu_s=[1e-3, 2e-3])
+
+
 def test_calling_the_course_timer_is_not_an_answer():
     def time_on_device(fn, device, warmup=3, repeats=10):
         return bench.time_callable(fn, device, warmup=warmup, min_run_time=0.01).median
@@ -211,9 +231,12 @@ def test_dev_synchronize_stays_allowed_inside_the_timer():
 
 
 def test_every_listed_course_version_exists():
+    import importlib
+
     for exercise in ("time_on_device", "compare_devices"):
         for spec in delegation.COURSE_VERSIONS[exercise]:
-            assert callable(delegation._resolve(spec)), spec
+            module, _, name = spec.partition(":")
+            assert callable(getattr(importlib.import_module(module), name)), spec
 
 
 # --------------------------------------------------------------------------- the injected comparison

@@ -20,6 +20,7 @@ import math
 import threading
 import time
 import timeit
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -89,6 +90,14 @@ def as_seconds(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return seconds if math.isfinite(seconds) else None
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Keep the learner's warnings off stderr: nbgrader scores a cell that writes there 0, and a warning costs nothing."""
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        yield
 
 
 def _namespaces(fn: Any) -> list[dict]:
@@ -223,7 +232,7 @@ def simulate_timer(timer: Callable[..., Any], kind: str | torch.device,
 
     def attempt(arg: Any) -> tuple[SimulatedDevice, Any]:
         sim = SimulatedDevice(str(kind))
-        with sim.active(_namespaces(timer)):
+        with sim.active(_namespaces(timer)), _quiet():
             return sim, solved(timer, sim.kernel(durations), sim.device if arg is None else arg, **kwargs)
 
     try:
@@ -266,7 +275,7 @@ def _time_on_cpu(timer: Callable[..., Any], device: Any, **kwargs: Any) -> tuple
         return a @ b
 
     try:
-        with cpu_only_machine(), forbid_course_versions(getattr(timer, "__name__", "")):
+        with cpu_only_machine(), forbid_course_versions(getattr(timer, "__name__", "")), _quiet():
             result = timer(fn, device, **kwargs)
         return len(calls), result
     except CheckFailed:
@@ -642,7 +651,7 @@ def _crossover_allowed(fn: Any) -> Iterator[None]:
 def _compare(compare_devices: Callable[..., Any], fake: FakeComparison, sizes: Sequence[int], accelerator: Any,
              *, crossover_is_judged: bool = False) -> Any:
     allowed = contextlib.nullcontext() if crossover_is_judged else _crossover_allowed(compare_devices)
-    with fake.active(_namespaces(compare_devices)), allowed:
+    with fake.active(_namespaces(compare_devices)), allowed, _quiet():
         return solved(compare_devices, fake.make_work, list(sizes), accelerator, timer=fake.timer)
 
 
