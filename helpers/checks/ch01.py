@@ -248,13 +248,17 @@ def simulate_timer(timer: Callable[..., Any], kind: str | torch.device,
 # --------------------------------------------------------------------------- verdicts: the timer
 
 
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def _device_text(device: Any) -> str:
     return f"torch.device({str(device)!r})" if isinstance(device, torch.device) else repr(device)
 
 
 def _crash(err: Exception, device: Any) -> CheckFailed:
-    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    crashed = f"time_on_device raised {type(err).__name__} ({first}) timing work on the CPU"
+    crashed = f"time_on_device raised {type(err).__name__} ({_first_line(err)}) timing work on the CPU"
     if isinstance(device, str):
         return CheckFailed(
             f"{crashed} with the device given as a string, {device!r}. `device` may be a torch.device or "
@@ -598,8 +602,8 @@ class FakeComparison:
         except AssertionError:
             raise
         except Exception as err:  # noqa: BLE001 - the learner's error is the outcome to report
-            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            return (f"with accelerator=None (no accelerator), compare_devices raised {type(err).__name__}: {first}. "
+            return (f"with accelerator=None (no accelerator), compare_devices raised {type(err).__name__}: "
+                    f"{_first_line(err)}. "
                     f"Time the CPU, then return None for \"accelerator\", \"accelerator_s\", \"speedup\" and "
                     f"\"crossover\".")
         if (msg := _missing(result, KEYS)) is not None:
