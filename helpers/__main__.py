@@ -14,6 +14,8 @@ from __future__ import annotations
 import sys
 
 GRADING_COMMANDS = ("release", "grade", "feedback", "export")
+BENCH_USAGE = """usage: python -m helpers bench [SIZE ...]          matrix-product sweep on every device (default sizes 64 ... 2048)
+       python -m helpers bench --vs-timer [ROUNDS]  the course timer against torch.utils.benchmark.Timer"""
 
 
 def bench(args: list[str]) -> int:
@@ -33,7 +35,14 @@ def bench(args: list[str]) -> int:
             print(f"round {row['round']}: Timer.blocked_autorange {format_seconds(row['torch_timer'])}, "
                   f"time_callable {format_seconds(row['time_callable'])}, difference {row['difference']:+.2%}")
         return 0
-    sizes = [int(a) for a in args] or [64, 128, 256, 512, 1024, 2048]
+    if args[:1] in (["--help"], ["-h"]):
+        print(BENCH_USAGE)
+        return 0
+    try:
+        sizes = [int(a) for a in args] or [64, 128, 256, 512, 1024, 2048]
+    except ValueError:
+        print(f"error: sizes must be whole numbers, got {' '.join(args)!r}\n\n{BENCH_USAGE}", file=sys.stderr)
+        return 2
 
     def make(n: int, device: torch.device):
         a = torch.randn(n, n, device=device)

@@ -1,0 +1,694 @@
+"""Chapter 01's checks: a correct device-aware timer and a CPU-vs-accelerator comparison.
+
+Nothing here measures real speed. The timer exercise runs on a
+:class:`SimulatedDevice` (a virtual clock, and a simulated GPU whose work
+finishes only when it is synchronised); the comparison exercise gets its
+timings injected by a :class:`FakeComparison`. Both are built from the one
+fake machine and the one patching utility (:mod:`helpers.checks.machine`,
+:mod:`helpers.checks.patching`).
+
+Each ``check_*`` function is one grade cell's verdict; it takes the case
+(durations, sizes, expected seconds) as arguments, because the hidden cases
+stay in the notebook's hidden blocks, never in this public package. A
+failure raises :class:`~helpers.checks.CheckFailed` naming the mistake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+import timeit
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import torch
+
+from helpers import benchmark
+from helpers import device as course_device
+from helpers.benchmark import format_seconds
+from helpers.checks import delegation
+from helpers.checks.core import CheckFailed, check, check_equal, solved
+from helpers.checks.delegation import forbid_course_versions
+from helpers.checks.machine import FakeMachine, cpu_only_machine
+from helpers.checks.patching import Change, patched
+
+__all__ = [
+    "FakeComparison",
+    "SimulatedDevice",
+    "as_seconds",
+    "check_crossover",
+    "check_median",
+    "check_no_accelerator",
+    "check_runs",
+    "check_speedup",
+    "check_sync",
+    "check_untimed_setup",
+    "check_untimed_warmup",
+    "check_warmup",
+    "simulate_timer",
+    "sync_routes",
+]
+
+NEVER_CALLED = "time_on_device never called fn(): call it `warmup` times untimed, then `repeats` times timed."
+NO_WARMUP = ("no warm-up: make `warmup` untimed calls of fn() before the timed ones, so one-off start-up costs "
+             "are not measured.")
+CROSSOVER = "helpers.benchmark:crossover"  # the course's crossover: judged by the crossover check only
+
+# Every public clock a learner's timer may read: name -> (owner, attribute, scale from seconds).
+CLOCKS: dict[str, tuple[Any, str, float]] = {
+    "perf_counter": (time, "perf_counter", 1.0),
+    "perf_counter_ns": (time, "perf_counter_ns", 1e9),
+    "monotonic": (time, "monotonic", 1.0),
+    "monotonic_ns": (time, "monotonic_ns", 1e9),
+    "time": (time, "time", 1.0),
+    "time_ns": (time, "time_ns", 1e9),
+    "default_timer": (timeit, "default_timer", 1.0),
+}
+
+
+def sync_routes() -> list[tuple[Any, str]]:
+    """Every public way to synchronise: torch's three and the course's two (the same function)."""
+    return [(torch.cuda, "synchronize"), (torch.mps, "synchronize"), (torch.accelerator, "synchronize"),
+            (course_device, "synchronize"), (benchmark, "synchronize")]
+
+
+def as_seconds(value: Any) -> float | None:
+    """``value`` as a float when it is one finite number (int, float, NumPy scalar, one-element tensor), else None.
+
+    A timer may return ``statistics.median`` (float), ``numpy.median``
+    (numpy.float64) or ``torch.tensor(times).median()`` (a 0-d tensor): all are seconds.
+    """
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        return None
+    if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.is_complex() or value.dtype == torch.bool):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Keep the learner's warnings off stderr: nbgrader scores a cell that writes there 0, and a warning costs nothing."""
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        yield
+
+
+def _namespaces(fn: Any) -> list[dict]:
+    """The learner's module globals, where ``from time import perf_counter`` binds a name the checks replace."""
+    return [fn.__globals__] if hasattr(fn, "__globals__") else []
+
+
+# --------------------------------------------------------------------------- the simulated device
+
+
+class SimulatedDevice:
+    """A stand-in device with a virtual clock, to check a timer's logic on a CPU-only grader.
+
+    ``kind="cuda"`` behaves like a GPU: calling a kernel made by :meth:`kernel`
+    costs the host only ``launch_s`` of (virtual) time, and the kernel runs on
+    the device's queue; the host waits for it only when it synchronises.
+    ``kind="cpu"`` is synchronous: a call returns when its work is done.
+
+    While :meth:`active`, in the thread that entered it, the machine is a
+    :class:`~helpers.checks.machine.FakeMachine` with one GPU (``kind="cuda"``)
+    or none (``kind="cpu"``), the clocks in :data:`CLOCKS` read the virtual
+    clock (so results do not depend on how fast the grader is), and every route
+    in :func:`sync_routes` waits for the virtual queue (any arguments accepted).
+    ``log`` records, in order, ``("call", i)``, ``("sync", busy)`` and
+    ``("clock", busy)``, where ``busy`` says whether queued work was unfinished then.
+    """
+
+    def __init__(self, kind: str = "cuda", *, launch_s: float = 5e-6, start: float = 1000.0) -> None:
+        self.device = torch.device(kind)
+        self.asynchronous = self.device.type != "cpu"
+        self.launch_s = launch_s
+        self.now = start  # host time, virtual seconds
+        self.free_at = start  # when the device finishes its queued work
+        self.calls = 0
+        self.log: list[tuple] = []
+        self._owner: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.free_at > self.now + 1e-15
+
+    def kernel(self, durations: float | Sequence[float] | Callable[[int], float]) -> Callable[[], None]:
+        """A zero-argument function whose i-th call does ``durations[i]`` seconds of work on this device.
+
+        ``durations`` may be one number (every call), a sequence (the last value
+        repeats) or a function of the call index (0-based).
+        """
+
+        def duration(i: int) -> float:
+            if callable(durations):
+                return float(durations(i))
+            if isinstance(durations, (int, float)):
+                return float(durations)
+            return float(durations[min(i, len(durations) - 1)])
+
+        def fn() -> None:
+            i = self.calls
+            self.calls += 1
+            self.log.append(("call", i))
+            if self.asynchronous:
+                self.now += self.launch_s
+                self.free_at = max(self.free_at, self.now) + duration(i)
+            else:
+                self.now += duration(i)
+                self.free_at = self.now
+
+        fn.__name__ = f"{self.device.type}_kernel"
+        return fn
+
+    def synchronize(self, *args: Any, **kwargs: Any) -> None:
+        """Wait (in virtual time) until all queued work is finished."""
+        self.log.append(("sync", self.busy))
+        self.now = max(self.now, self.free_at)
+
+    def read_clock(self) -> float:
+        """The virtual host time in seconds (recorded as a ``("clock", busy)`` event)."""
+        self.log.append(("clock", self.busy))
+        return self.now
+
+    def events(self, kind: str) -> list[tuple]:
+        return [e for e in self.log if e[0] == kind]
+
+    def calls_before_first_clock(self) -> int:
+        n = 0
+        for e in self.log:
+            if e[0] == "clock":
+                return n
+            n += e[0] == "call"
+        return n
+
+    def _clock(self, name: str, original: Callable[[], Any], scale: float) -> Callable[[], Any]:
+        offset = 1.7e9 if name.startswith("time") else 0.0  # time.time() counts from 1970
+
+        def read() -> Any:
+            if threading.get_ident() != self._owner:
+                return original()  # other threads (tqdm, the kernel's heartbeat) keep the real clock
+            value = (offset + self.read_clock()) * scale
+            return int(round(value)) if name.endswith("_ns") else value
+
+        return read
+
+    def changes(self) -> list[Change]:
+        """The clock and synchronisation patches that ride on the fake machine."""
+        clocks = [(owner, attr, self._clock(name, getattr(owner, attr), scale))
+                  for name, (owner, attr, scale) in CLOCKS.items()]
+        return clocks + [(owner, attr, self.synchronize) for owner, attr in sync_routes()]
+
+    @contextlib.contextmanager
+    def active(self, namespaces: Iterable[dict] = ()) -> Iterator["SimulatedDevice"]:
+        """Route clocks and synchronisation to this device, on a machine with one GPU (or none for the CPU)."""
+        machine = FakeMachine(cuda=1 if self.asynchronous else 0)
+        self._owner = threading.get_ident()
+        try:
+            with machine.active(extra=self.changes(), namespaces=namespaces):
+                yield self
+        finally:
+            self._owner = None
+
+
+def simulate_timer(timer: Callable[..., Any], kind: str | torch.device,
+                   durations: float | Sequence[float] | Callable[[int], float],
+                   device: str | torch.device | None = None, **kwargs: Any) -> tuple[SimulatedDevice, Any]:
+    """Run ``timer(fn, device, **kwargs)`` on a fresh :class:`SimulatedDevice` of ``kind``; return (device, result).
+
+    ``fn`` is the simulated device's kernel of ``durations``; ``device``
+    defaults to the simulated ``torch.device``. The call goes through
+    :func:`~helpers.checks.solved` (an unsolved stub says so; the course's own
+    timer is a tripwire). When a device *name* (a str) makes the timer raise,
+    it runs again, on a fresh device, with ``torch.device(name)``: accepting a
+    name is graded once, by :func:`check_runs`, so one slip does not cost every check.
+    """
+
+    def attempt(arg: Any) -> tuple[SimulatedDevice, Any]:
+        sim = SimulatedDevice(str(kind))
+        with sim.active(_namespaces(timer)), _quiet():
+            return sim, solved(timer, sim.kernel(durations), sim.device if arg is None else arg, **kwargs)
+
+    try:
+        return attempt(device)
+    except CheckFailed:
+        raise
+    except Exception:  # noqa: BLE001 - retried once with a torch.device, else re-raised
+        if not isinstance(device, str):
+            raise
+    return attempt(torch.device(device))
+
+
+# --------------------------------------------------------------------------- verdicts: the timer
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _device_text(device: Any) -> str:
+    return f"torch.device({str(device)!r})" if isinstance(device, torch.device) else repr(device)
+
+
+def _crash(err: Exception, device: Any) -> CheckFailed:
+    crashed = f"time_on_device raised {type(err).__name__} ({_first_line(err)}) timing work on the CPU"
+    if isinstance(device, str):
+        return CheckFailed(
+            f"{crashed} with the device given as a string, {device!r}. `device` may be a torch.device or "
+            f"a string: convert it first with device = torch.device(device) (a string has no .type).")
+    return CheckFailed(
+        f"{crashed} of a machine without a GPU. torch.cuda.synchronize() raises there (so do "
+        f"torch.accelerator.synchronize() and torch.mps.synchronize()): synchronise only a GPU "
+        f"(if device.type == 'cuda') or use dev.synchronize(device), which is safe everywhere.")
+
+
+def _time_on_cpu(timer: Callable[..., Any], device: Any, **kwargs: Any) -> tuple[int, Any]:
+    """(calls of fn, result) of the timer on real CPU work, as a laptop without a GPU runs it."""
+    g = torch.Generator().manual_seed(0)  # the learner's global random state stays as it was
+    a, b = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)
+    calls = []
+
+    def fn() -> torch.Tensor:
+        calls.append(1)
+        return a @ b
+
+    try:
+        with cpu_only_machine(), forbid_course_versions(getattr(timer, "__name__", "")), _quiet():
+            result = timer(fn, device, **kwargs)
+        return len(calls), result
+    except CheckFailed:
+        raise
+    except NotImplementedError as err:
+        if err.args:
+            raise
+        solved(timer, lambda: None, device, **kwargs)  # raises "`time_on_device` is not written yet"
+        raise
+    except Exception as err:  # noqa: BLE001 - a crash becomes a message naming its cause
+        raise _crash(err, device) from None
+
+
+def check_runs(time_on_device: Callable[..., Any], device: Any, warmup: int, repeats: int) -> None:
+    """``time_on_device`` times real CPU work on a machine without a GPU and returns a number of seconds."""
+    calls, result = _time_on_cpu(time_on_device, device, warmup=warmup, repeats=repeats)
+    how = f"(fn, {_device_text(device)}, warmup={warmup}, repeats={repeats})"
+    check(calls > 0 or warmup + repeats == 0, NEVER_CALLED)
+    seconds = as_seconds(result)
+    check(seconds is not None,
+          f"time_on_device{how} returned {result!r} ({type(result).__name__}); expected one number, the seconds per call.")
+    check(seconds >= 0, f"time_on_device{how} returned {seconds!r}, a negative time: subtract the start from the "
+                        f"end, end - start.")
+
+
+def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | None:
+    """None if no clock was read while queued work was unfinished, else the mistake in words."""
+    clocks = sim.events("clock")
+    if not sim.calls:
+        return NEVER_CALLED
+    if not clocks:
+        return ("time_on_device never read a host clock (perf_counter, monotonic, time.time): time each call with "
+                "one. (time.process_time and thread_time count CPU time, not wall-clock time.)")
+    busy_reads = [i for i, (_, busy) in enumerate(clocks) if busy]
+    if not busy_reads:
+        return None  # what it returns is the business of the median check
+    got, each = format_seconds(as_seconds(result)), format_seconds(kernel_s)
+    if not sim.events("sync"):
+        return (f"no synchronisation: time_on_device returned {got} for work that takes {each} a call on a "
+                f"(simulated) GPU, because it never synchronised the device, so the clock stopped when the work was "
+                f"queued, not when it was done. Call dev.synchronize(device) before every clock read.")
+    if busy_reads == [0]:
+        return (f"the clock was started while the warm-up was still running on the device: synchronise after "
+                f"the warm-up, before the first clock read (time_on_device returned {got}; each call takes {each}).")
+    return (f"the clock was read while queued work was still running: time_on_device synchronised only "
+            f"before starting the clock, so it stopped the clock when the work was queued, not done "
+            f"(returned {got}; each call takes {each}). Synchronise before every clock read, the one that stops "
+            f"the clock included.")
+
+
+def check_sync(time_on_device: Callable[..., Any], kernel_s: float, warmup: int, repeats: int,
+               device: Any = None) -> None:
+    """On a simulated GPU whose calls queue ``kernel_s`` of work, every clock read comes after a synchronisation."""
+    sim, result = simulate_timer(time_on_device, "cuda", kernel_s, device, warmup=warmup, repeats=repeats)
+    verdict = sync_verdict(sim, result, kernel_s)
+    check(verdict is None, verdict or "")
+
+
+def check_warmup(time_on_device: Callable[..., Any], warmup: int, repeats: int, device: Any = None) -> None:
+    """``fn`` is called ``warmup + repeats`` times."""
+    sim, _ = simulate_timer(time_on_device, "cpu", 0.001, device, warmup=warmup, repeats=repeats)
+    hint = (NEVER_CALLED if sim.calls == 0 else NO_WARMUP if sim.calls == repeats else
+            "fn must be called `warmup` times untimed (warm-up), then `repeats` times timed.")
+    check_equal(sim.calls, warmup + repeats, f"calls of fn with warmup={warmup}, repeats={repeats}", hint)
+
+
+def _middle(values: Sequence[float]) -> tuple[float, float]:
+    """The lower and upper middle of ``values`` (equal for an odd count): any median convention lies between."""
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2], ordered[len(ordered) // 2]
+
+
+def _within(seconds: float, low: float, high: float, scale: float = 1.0) -> bool:
+    return low * scale * (1 - 1e-3) <= seconds <= high * scale * (1 + 1e-3)
+
+
+def untimed_warmup_verdict(sim: SimulatedDevice, result: Any, warmup: int, durations: Sequence[float]) -> str | None:
+    """None unless the slow warm-up calls are in the result (timing them and dropping their times is fine)."""
+    low, high = _middle(durations[warmup:])
+    seconds = as_seconds(result)
+    if sim.calls != len(durations) or seconds is None or _within(seconds, low, high):
+        return None  # the call count and the statistic are the business of the checks around this one
+    timed_warmups = warmup - min(warmup, sim.calls_before_first_clock())
+    if timed_warmups and high < seconds <= max(durations) * (1 + 1e-3):
+        return (f"the warm-up was timed: {timed_warmups} of the {warmup} (slow) warm-up calls came after the first "
+                f"clock read, and time_on_device returned {format_seconds(seconds)} where the calls after the "
+                f"warm-up take {format_seconds(low)}. Make the warm-up calls first, untimed (or leave their "
+                f"times out), then time only the `repeats` calls.")
+    return None
+
+
+def check_untimed_warmup(time_on_device: Callable[..., Any], durations: Sequence[float], warmup: int,
+                         device: Any = None) -> None:
+    """With slow first calls (``durations[:warmup]``), the result is a median of the calls after them."""
+    sim, result = simulate_timer(time_on_device, "cpu", list(durations), device, warmup=warmup,
+                                 repeats=len(durations) - warmup)
+    verdict = untimed_warmup_verdict(sim, result, warmup, durations)
+    check(verdict is None, verdict or "")
+
+
+def _median_mistake(seconds: float, timed: Sequence[float]) -> str:
+    """Which wrong statistic ``seconds`` is, in words (the result is not a median of ``timed``)."""
+    low, high = _middle(timed)
+    what = f"time_on_device returned {format_seconds(seconds)} where the median call takes {format_seconds(low)}"
+
+    def near(value: float) -> bool:
+        return abs(seconds - value) <= 1e-3 * abs(value)
+
+    if near(sum(timed)):
+        return what + ": that is the total of the timed calls. Return the median of the per-call times."
+    if near(sum(timed) / len(timed)):
+        return what + (": that is the mean, which one slow call pulls up. Return the median of the per-call "
+                       "times (statistics.median).")
+    if near(min(timed)):
+        return what + (": that is the minimum, the fastest call, not a typical one. Return the median of the "
+                       "per-call times (statistics.median).")
+    if _within(seconds, low, high, 1e9):
+        return what + ": that looks like nanoseconds. Return seconds (divide a *_ns clock by 1e9)."
+    if _within(seconds, low, high, 1e3):
+        return what + ": that looks like milliseconds. Return seconds, as the clock gives them."
+    if near(timed[len(timed) // 2]) or near(timed[(len(timed) - 1) // 2]):
+        return what + (": that is the middle time in the order the calls were made. Sort the times first "
+                       "(sorted(times)), or use statistics.median, which sorts them.")
+    return what + ". Return the median of the per-call times, in seconds."
+
+
+def median_verdict(sim: SimulatedDevice, result: Any, durations: Sequence[float], repeats: int) -> str | None:
+    """None if ``result`` is the median (any convention for an even count) of the calls the timer timed.
+
+    Those are the last ``repeats`` calls, or every call after the first clock
+    read (a timer that timed its warm-up loses the warm-up check, not this one).
+    """
+    seconds = as_seconds(result)
+    if seconds is None:
+        return f"time_on_device returned {result!r} ({type(result).__name__}); expected one number, in seconds."
+    timed = list(durations[max(sim.calls - repeats, 0):sim.calls])
+    if not timed:
+        return NEVER_CALLED
+    windows = [timed, list(durations[sim.calls_before_first_clock():sim.calls])]
+    if any(w and _within(seconds, *_middle(w)) for w in windows):
+        return None
+    return _median_mistake(seconds, timed)
+
+
+def check_median(time_on_device: Callable[..., Any], durations: Sequence[float], warmup: int, repeats: int,
+                 device: Any = None) -> None:
+    """The result is the median seconds of ONE timed call (not a mean, a total, a minimum, or in other units)."""
+    sim, result = simulate_timer(time_on_device, "cpu", list(durations), device, warmup=warmup, repeats=repeats)
+    verdict = median_verdict(sim, result, durations, repeats)
+    check(verdict is None, verdict or "")
+
+
+# --------------------------------------------------------------------------- the injected comparison
+
+
+def _type(device: Any) -> str:
+    try:
+        return torch.device(device).type
+    except (TypeError, RuntimeError):
+        return repr(device)
+
+
+def _floats(values: Any) -> list[float] | None:
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+
+
+KEYS = ["accelerator", "sizes", "cpu_s", "accelerator_s", "speedup", "crossover"]
+
+
+def _missing(result: Any, keys: Sequence[str]) -> str | None:
+    if not isinstance(result, dict):
+        return f"compare_devices returned a {type(result).__name__}; expected a dict with the keys {list(keys)}."
+    missing = [k for k in keys if k not in result]
+    if missing:
+        return f"compare_devices returned a dict without the keys {missing}; expected all of {list(keys)}."
+    return None
+
+
+class FakeComparison:
+    """Injected timings for grading ``compare_devices`` on any machine, fast and without a GPU.
+
+    ``seconds = {"cpu": [...], "cuda": [...]}`` gives the seconds per call
+    that :meth:`timer` reports for the work :meth:`make_work` made, one per
+    size, in the order of the sizes. The work functions carry their
+    ``(size, device type)``; the timer calls a function it does not recognise
+    (one that makes its inputs while it is timed) to find out what it made.
+    ``log`` records ``("make", size, type, inside_timed_region)`` and
+    ``("time", size, work type, timer type)``. The ``*_verdict`` methods return
+    None when all is right, else the message a learner reads.
+    """
+
+    def __init__(self, seconds: dict[str, Sequence[float]], *, run_timed: bool = False) -> None:
+        self.seconds = {k: list(v) for k, v in seconds.items()}
+        self.run_timed = run_timed
+        self.log: list[tuple] = []
+        self._sizes: list[int] = []
+        self._timing = False
+        self._made_inside: list[tuple[int, str]] = []
+
+    def make_work(self, size: int, device: Any) -> Callable[[], None]:
+        kind = _type(device)
+        self.log.append(("make", size, kind, self._timing))
+        if self._timing:
+            self._made_inside.append((size, kind))
+        if size not in self._sizes:
+            self._sizes.append(size)
+
+        def work() -> None:
+            pass
+
+        work.tag = (size, kind)  # type: ignore[attr-defined]
+        return work
+
+    def timer(self, fn: Callable[[], Any], device: Any = None, *args: Any, **kwargs: Any) -> float:
+        tag = getattr(fn, "tag", None)
+        if tag is None or self.run_timed:
+            self._timing, self._made_inside = True, []
+            try:
+                fn()
+            finally:
+                self._timing = False
+            if tag is None and self._made_inside:
+                tag = self._made_inside[-1]
+        if tag is None:
+            raise TypeError("the timer was given a function that is not the work make_work(size, device) returned")
+        size, kind = tag
+        self.log.append(("time", size, kind, _type(device)))
+        return self.seconds[kind][sorted(self._sizes).index(size)]
+
+    @contextlib.contextmanager
+    def active(self, namespaces: Iterable[dict] = ()) -> Iterator["FakeComparison"]:
+        """Make every public way to synchronise a no-op while it is active (names in ``namespaces`` too).
+
+        The injected work runs on no device; a comparison that (wrongly) times
+        it with its own timer then gets a verdict, not a crash from
+        ``torch.cuda.synchronize()`` on a machine without CUDA.
+        """
+        noop = lambda *args, **kwargs: None  # noqa: E731
+        with patched([(owner, attr, noop) for owner, attr in sync_routes()], namespaces):
+            yield self
+
+    def _speedups(self) -> list[float]:
+        return [c / a for c, a in zip(self.seconds["cpu"], self.seconds["cuda"])]
+
+    def speedup_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
+        if (msg := _missing(result, KEYS)) is not None:
+            return msg
+        timed = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "time")}
+        untimed = [(n, k) for k in self.seconds for n in sizes if (n, k) not in timed]
+        if untimed:
+            return (f"the work for {untimed} (size, device) was not timed with the `timer` compare_devices was given: "
+                    f"call timer(fn, device), not time_on_device directly. The checks pass their own timer so that "
+                    f"they do not depend on how fast this machine is.")
+        if _floats(result["sizes"]) != [float(n) for n in sizes]:
+            return f"\"sizes\": got {result['sizes']!r}; expected the sizes given, {list(sizes)}."
+        if result["accelerator"] is None:
+            return "\"accelerator\" is None although an accelerator was given; return the accelerator."
+        for key, want in (("cpu_s", self.seconds["cpu"]), ("accelerator_s", self.seconds["cuda"])):
+            got = _floats(result[key])
+            if got is None or len(got) != len(want) or any(abs(g - w) > 1e-9 * w for g, w in zip(got, want)):
+                return (f"\"{key}\": got {result[key]!r}; expected the timer's seconds per call for each size, "
+                        f"{want}. Time make_work(size, device) on each device with `timer`, in the order of the sizes.")
+        return self._ratio_verdict(result["speedup"])
+
+    def _ratio_verdict(self, speedup: Any) -> str | None:
+        want, got = self._speedups(), _floats(speedup)
+        if got is not None and len(got) == len(want):
+            if all(abs(g - s) <= 1e-6 * s for g, s in zip(got, want)):
+                return None
+            if all(abs(g * s - 1) <= 1e-6 for g, s in zip(got, want)):
+                return (f"\"speedup\": got {got}, the inverted ratio accelerator / CPU; expected CPU time divided by "
+                        f"accelerator time, {want} (above 1 means the accelerator is faster).")
+        return f"\"speedup\": got {speedup!r}; expected cpu_s / accelerator_s per size, {want}."
+
+    def crossover_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
+        """Judged against the speed-ups the learner returned, when they are a list of numbers, one per size,
+        and the work was made for every size on every device (so they come from a measurement).
+
+        So a wrong speed-up (inverted, say) costs the speed-up check only, and a
+        crossover computed right from it passes; otherwise (a constant answer,
+        say) it is judged against the injected timings.
+        """
+        if (msg := _missing(result, ["crossover", "speedup"])) is not None:
+            return msg
+        speedup = self._speedups()
+        own = _floats(result["speedup"]) if result["speedup"] is not None else None
+        made = {(e[1], e[2]) for e in self.log if e[0] == "make"}
+        measured = all((n, kind) in made for n in sizes for kind in self.seconds)
+        if measured and own is not None and len(own) == len(sizes) and all(math.isfinite(v) for v in own):
+            speedup = own
+        want = benchmark.crossover(sizes, speedup)
+        if result["crossover"] == want:
+            return None
+        return _crossover_mistake(result["crossover"], want, list(sizes), speedup)
+
+    def setup_verdict(self, sizes: Sequence[int], devices: Sequence[str]) -> str | None:
+        inside = [(n, k) for _, n, k, timed in (e for e in self.log if e[0] == "make") if timed]
+        if inside:
+            return (f"inputs were created inside the timed region: make_work(size, device) ran while the timer was "
+                    f"timing (for {inside}). Call make_work before timing and pass the timer only the function it "
+                    f"returns, so creating the inputs is not measured.")
+        made = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "make")}
+        want = {(n, k) for n in sizes for k in devices}
+        if not want <= made:
+            return (f"make_work was not called for every size on every device outside the timed region: missing "
+                    f"{sorted(want - made)}. Make the inputs on each device with make_work(size, device).")
+        wrong = [(n, k, t) for _, n, k, t in (e for e in self.log if e[0] == "time") if k != t]
+        if wrong:
+            n, k, t = wrong[0]
+            return (f"the work made on {k} (size {n}) was timed with device={t}; pass the timer the device the "
+                    f"inputs were made on, so it synchronises that device (inputs made outside the timed region).")
+        return None
+
+    def no_accelerator_verdict(self, call: Callable[[], Any], sizes: Sequence[int]) -> str | None:
+        try:
+            result = call()
+        except AssertionError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the learner's error is the outcome to report
+            return (f"with accelerator=None (no accelerator), compare_devices raised {type(err).__name__}: "
+                    f"{_first_line(err)}. "
+                    f"Time the CPU, then return None for \"accelerator\", \"accelerator_s\", \"speedup\" and "
+                    f"\"crossover\".")
+        if (msg := _missing(result, KEYS)) is not None:
+            return "with no accelerator: " + msg
+        not_none = [k for k in ("accelerator", "accelerator_s", "speedup", "crossover") if result[k] is not None]
+        if not_none:
+            return (f"with no accelerator (accelerator=None), {not_none} should be None: there is nothing to "
+                    f"compare the CPU with; got {[result[k] for k in not_none]}.")
+        other = sorted({e[2] for e in self.log if e[2] != "cpu"})
+        if other:
+            return f"with no accelerator, compare_devices still made or timed work on {other}; use only the CPU."
+        got = _floats(result["cpu_s"]) if result["cpu_s"] is not None else None
+        if not any(e[0] == "time" for e in self.log):  # the given timer was ignored: the speed-up check says so
+            if got is not None and len(got) == len(sizes) and all(v > 0 for v in got):
+                return None
+        if got != [float(v) for v in self.seconds["cpu"]]:
+            return (f"with no accelerator, \"cpu_s\" should still hold the CPU's seconds per call, "
+                    f"{self.seconds['cpu']}; got {result['cpu_s']!r}.")
+        return None
+
+
+def _crossover_mistake(got: Any, want: int | None, sizes: list[int], speedup: list[float]) -> str:
+    text = (f"\"crossover\": got {got!r}; expected {want!r}, for speed-ups {[round(s, 3) for s in speedup]} at "
+            f"sizes {sizes}: the crossover is the smallest size from which the accelerator is faster (speed-up > 1) "
+            f"at that size and every larger one; None if it is not faster at the largest size.")
+    first = next((n for n, s in zip(sizes, speedup) if s > 1), None)
+    if got == first and first != want:
+        text += f" {first} is the first size where it wins, but it loses again at a larger size."
+    if any(s == 1 for s in speedup) and got == benchmark.crossover(sizes, [s + (s == 1) for s in speedup]):
+        text += " A speed-up of exactly 1 is a tie: the accelerator is not faster there."
+    if want == sizes[0] and got is None:
+        text += " The accelerator is faster at every size here, so the crossover is the smallest size."
+    return text
+
+
+# --------------------------------------------------------------------------- verdicts: the comparison
+
+
+@contextlib.contextmanager
+def _crossover_allowed(fn: Any) -> Iterator[None]:
+    """While the block runs, ``bench.crossover`` is no tripwire: only the crossover check judges it."""
+    name = getattr(fn, "__name__", "")
+    listed = delegation.COURSE_VERSIONS.get(name, {})
+    kept = {spec: when for spec, when in listed.items() if spec != CROSSOVER}
+    with patched([(delegation, "COURSE_VERSIONS", {**delegation.COURSE_VERSIONS, name: kept})]):
+        yield
+
+
+def _compare(compare_devices: Callable[..., Any], fake: FakeComparison, sizes: Sequence[int], accelerator: Any,
+             *, crossover_is_judged: bool = False) -> Any:
+    allowed = contextlib.nullcontext() if crossover_is_judged else _crossover_allowed(compare_devices)
+    with fake.active(_namespaces(compare_devices)), allowed, _quiet():
+        return solved(compare_devices, fake.make_work, list(sizes), accelerator, timer=fake.timer)
+
+
+def check_speedup(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu_s: Sequence[float],
+                  accelerator_s: Sequence[float], accelerator: Any = "cuda") -> None:
+    """Both devices are timed with the given timer, and the speed-ups are CPU time / accelerator time."""
+    fake = FakeComparison({"cpu": cpu_s, "cuda": accelerator_s})
+    result = _compare(compare_devices, fake, sizes, accelerator)
+    verdict = fake.speedup_verdict(result, sizes)
+    check(verdict is None, verdict or "")
+
+
+def check_crossover(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu_s: Sequence[float],
+                    accelerator_s: Sequence[float], accelerator: Any = "cuda") -> None:
+    """The crossover is the smallest size from which the accelerator wins at every larger size."""
+    fake = FakeComparison({"cpu": cpu_s, "cuda": accelerator_s})
+    result = _compare(compare_devices, fake, sizes, accelerator, crossover_is_judged=True)
+    verdict = fake.crossover_verdict(result, sizes)
+    check(verdict is None, verdict or "")
+
+
+def check_untimed_setup(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu_s: Sequence[float],
+                        accelerator_s: Sequence[float], accelerator: Any = "cuda") -> None:
+    """The inputs are made on each device before timing, and timed with the device they were made on."""
+    fake = FakeComparison({"cpu": cpu_s, "cuda": accelerator_s}, run_timed=True)
+    _compare(compare_devices, fake, sizes, accelerator)
+    verdict = fake.setup_verdict(sizes, ["cpu", "cuda"])
+    check(verdict is None, verdict or "")
+
+
+def check_no_accelerator(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu_s: Sequence[float]) -> None:
+    """With ``accelerator=None`` the CPU is still timed and everything about the accelerator is None."""
+    fake = FakeComparison({"cpu": cpu_s})
+    verdict = fake.no_accelerator_verdict(lambda: _compare(compare_devices, fake, sizes, None), sizes)
+    check(verdict is None, verdict or "")

@@ -1,0 +1,362 @@
+"""helpers.checks.ch01: the stand-ins chapter 01 grades with, and its verdicts.
+
+The simulated device and the injected comparison must route every public
+clock and way to synchronise while active, put everything back afterwards
+(after an error too, and in a learner's namespace), and their verdicts must
+pass a correct answer and name each mistake.
+"""
+
+import statistics
+import threading
+import time
+import timeit
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import benchmark as bench
+from helpers import device as dev
+from helpers.checks import CheckFailed, ch01, cpu_only_machine, delegation
+from helpers.checks.ch01 import FakeComparison, SimulatedDevice
+
+
+def _real():
+    return (time.perf_counter, time.time_ns, timeit.default_timer, torch.cuda.synchronize, torch.mps.synchronize,
+            torch.accelerator.synchronize, dev.synchronize, bench.synchronize, torch.cuda.is_available)
+
+
+# --------------------------------------------------------------------------- the simulated device
+
+
+def test_simulated_device_routes_every_public_sync_and_clock_then_restores_them():
+    originals = _real()
+    namespace = {"perf_counter": time.perf_counter, "synchronize": dev.synchronize, "other": 1}
+    gpu = SimulatedDevice("cuda")
+    fn = gpu.kernel(0.01)
+    with gpu.active([namespace]):
+        assert torch.cuda.is_available() and torch.accelerator.is_available()
+        assert dev.pick_device() == torch.device("cuda", 0)  # a machine with one GPU: the fake machine's answer
+        routes = [torch.cuda.synchronize, torch.accelerator.synchronize, torch.mps.synchronize, dev.synchronize,
+                  bench.synchronize, namespace["synchronize"]]
+        for sync in routes:
+            fn()
+            assert gpu.busy
+            sync("cuda")
+            assert not gpu.busy
+        start = namespace["perf_counter"]()
+        fn()
+        gpu.synchronize()
+        assert namespace["perf_counter"]() - start == pytest.approx(0.01 + gpu.launch_s)
+        assert time.perf_counter_ns() == pytest.approx(time.perf_counter() * 1e9)
+        seen = []
+        other = threading.Thread(target=lambda: seen.append(time.perf_counter()))
+        other.start()
+        other.join()
+        assert seen[0] != pytest.approx(gpu.now)  # other threads keep the real clock
+    assert _real() == originals
+    assert namespace == {"perf_counter": time.perf_counter, "synchronize": dev.synchronize, "other": 1}
+    assert [e[0] for e in gpu.log[:3]] == ["call", "sync", "call"]
+
+
+def test_simulated_device_restores_everything_after_an_error():
+    originals = _real()
+    namespace = {"clock": time.perf_counter, "wait": dev.synchronize}
+    with pytest.raises(ZeroDivisionError), SimulatedDevice("cuda").active([namespace]):
+        assert namespace["clock"] is time.perf_counter is not originals[0]  # rebound to the simulated clock
+        assert namespace["wait"] is dev.synchronize is not originals[6]
+        1 / 0
+    assert _real() == originals
+    assert namespace == {"clock": originals[0], "wait": originals[6]}
+
+
+def test_simulated_cpu_is_synchronous_on_a_machine_without_a_gpu():
+    cpu = SimulatedDevice("cpu")
+    with cpu.active():
+        assert not torch.cuda.is_available()
+        start = time.perf_counter()
+        cpu.kernel([0.5, 0.001])()
+        assert time.perf_counter() - start == pytest.approx(0.5) and not cpu.busy
+        torch.cuda.synchronize()  # routed to the simulated device: the CPU has nothing to wait for
+
+
+def test_cpu_only_machine_behaves_like_a_cpu_build():
+    saved = torch.cuda.synchronize
+    with cpu_only_machine():
+        assert not torch.cuda.is_available() and not torch.accelerator.is_available()
+        with pytest.raises(AssertionError, match="not compiled"):
+            torch.cuda.synchronize()
+        dev.synchronize("cpu")  # the course's route is safe everywhere
+    assert torch.cuda.synchronize is saved
+
+
+def _median_timer(fn, device, warmup=3, repeats=10):
+    device = torch.device(device)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        dev.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        dev.synchronize(device)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def test_simulate_timer_runs_a_timer_on_a_fresh_simulated_device():
+    sim, t = ch01.simulate_timer(_median_timer, "cuda", 0.002, warmup=2, repeats=3)
+    assert sim.calls == 5 and t == pytest.approx(0.002 + sim.launch_s)
+    assert not any(busy for _, busy in sim.events("clock"))
+
+
+def test_simulate_timer_retries_a_device_name_as_a_torch_device():
+    def needs_a_device_object(fn, device, warmup=3, repeats=10):
+        assert device.type in ("cpu", "cuda")  # a str has no .type
+        return _median_timer(fn, device, warmup, repeats)
+
+    sim, t = ch01.simulate_timer(needs_a_device_object, "cpu", 0.001, "cpu", warmup=1, repeats=1)
+    assert sim.calls == 2 and t == pytest.approx(0.001)
+    with pytest.raises(AttributeError):
+        ch01.simulate_timer(lambda fn, device, **kw: device.nope, "cpu", 0.001, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("value, expected", [(0.5, 0.5), (2, 2.0), (np.float64(0.25), 0.25),
+                                             (torch.tensor(0.125), 0.125), (torch.tensor([1.5]), 1.5),
+                                             (torch.tensor([1.0, 2.0]), None), ("0.1", None), (True, None),
+                                             (None, None), ([0.1], None), (float("nan"), None)])
+def test_as_seconds_accepts_one_number_of_any_numeric_type(value, expected):
+    assert ch01.as_seconds(value) == expected
+
+
+# --------------------------------------------------------------------------- the timer's verdicts
+
+
+def time_on_device(fn, device, warmup=3, repeats=10):
+    """The reference answer, as the learner's cell defines it."""
+    device = torch.device(device)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        dev.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        dev.synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+DURATIONS = [0.001] * 3 + [0.0011, 0.0008, 0.001, 0.0012, 0.0009, 0.02, 0.001, 0.0011, 0.02, 0.001]
+
+
+def test_a_correct_timer_passes_every_timer_check():
+    ch01.check_runs(time_on_device, "cpu", warmup=1, repeats=3)
+    ch01.check_sync(time_on_device, kernel_s=0.002, warmup=3, repeats=10, device="cuda")
+    ch01.check_warmup(time_on_device, warmup=3, repeats=10)
+    ch01.check_untimed_warmup(time_on_device, [0.05, 0.04, 0.05, 0.0011, 0.001, 0.0012], warmup=3)
+    ch01.check_median(time_on_device, DURATIONS, warmup=3, repeats=10)
+
+
+def test_the_timer_checks_name_each_mistake():
+    def no_sync(fn, device, warmup=3, repeats=10):
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return statistics.mean(times)
+
+    no_sync.__name__ = "time_on_device"
+    with pytest.raises(CheckFailed, match="no synchronisation"):
+        ch01.check_sync(no_sync, kernel_s=0.002, warmup=3, repeats=10)
+    with pytest.raises(CheckFailed, match="mean"):
+        ch01.check_median(no_sync, DURATIONS, warmup=3, repeats=10)
+
+    def unguarded(fn, device, warmup=3, repeats=10):
+        torch.cuda.synchronize()
+        return 0.0
+
+    with pytest.raises(CheckFailed, match=r"torch\.cuda\.synchronize\(\) raises there"):
+        ch01.check_runs(unguarded, torch.device("cpu"), warmup=1, repeats=1)
+
+
+def test_a_constant_answer_that_never_calls_fn_loses_with_a_reason():
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        return 0.001
+
+    for check in (lambda: ch01.check_runs(time_on_device, "cpu", warmup=1, repeats=2),
+                  lambda: ch01.check_sync(time_on_device, kernel_s=0.002, warmup=3, repeats=10),
+                  lambda: ch01.check_warmup(time_on_device, warmup=3, repeats=10),
+                  lambda: ch01.check_median(time_on_device, DURATIONS, warmup=3, repeats=10)):
+        with pytest.raises(CheckFailed, match="never called fn"):
+            check()
+
+
+def test_a_correct_answer_that_warns_keeps_stderr_clean():
+    """nbgrader scores a grade cell that writes to stderr 0, and a warning alone never costs points."""
+    import warnings
+
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        warnings.warn("a harmless note", UserWarning)
+        return _median_timer(fn, device, warmup, repeats)
+
+    def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
+        warnings.warn("a harmless note", FutureWarning)
+        return _reference_compare(make_work, sizes, accelerator, timer)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ch01.check_runs(time_on_device, "cpu", warmup=1, repeats=1)
+        ch01.check_warmup(time_on_device, warmup=2, repeats=3)
+        ch01.check_speedup(compare_devices, [8, 16], cpu_s=[1e-3, 2e-3], accelerator_s=[1e-4, 1e-4])
+        ch01.check_no_accelerator(compare_devices, [8, 16], cpu_s=[1e-3, 2e-3])
+
+
+def test_calling_the_course_timer_is_not_an_answer():
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        return bench.time_callable(fn, device, warmup=warmup, min_run_time=0.01).median
+
+    with pytest.raises(CheckFailed, match="write it yourself: `helpers.benchmark.time_callable`"):
+        ch01.check_runs(time_on_device, "cpu", warmup=1, repeats=1)
+    with pytest.raises(CheckFailed, match="write it yourself"):
+        ch01.check_sync(time_on_device, kernel_s=0.002, warmup=3, repeats=10)
+    assert bench.time_callable(lambda: None, "cpu", min_run_time=0.001).median > 0  # the tripwire is gone again
+
+
+def test_dev_synchronize_stays_allowed_inside_the_timer():
+    assert not any("helpers.device" in spec for spec in delegation.COURSE_VERSIONS["time_on_device"])
+
+
+def test_every_listed_course_version_exists():
+    import importlib
+
+    for exercise in ("time_on_device", "compare_devices"):
+        for spec in delegation.COURSE_VERSIONS[exercise]:
+            module, _, name = spec.partition(":")
+            assert callable(getattr(importlib.import_module(module), name)), spec
+
+
+# --------------------------------------------------------------------------- the injected comparison
+
+
+def _reference_compare(make_work, sizes, accelerator, timer):
+    sizes = list(sizes)
+    cpu_s = [timer(make_work(n, "cpu"), "cpu") for n in sizes]
+    if accelerator is None:
+        return {"accelerator": None, "sizes": sizes, "cpu_s": cpu_s, "accelerator_s": None, "speedup": None,
+                "crossover": None}
+    acc_s = [timer(make_work(n, accelerator), accelerator) for n in sizes]
+    speedup = [c / g for c, g in zip(cpu_s, acc_s)]
+    crossover = None
+    for n, s in reversed(list(zip(sizes, speedup))):
+        if s <= 1:
+            break
+        crossover = n
+    return {"accelerator": accelerator, "sizes": sizes, "cpu_s": cpu_s, "accelerator_s": acc_s, "speedup": speedup,
+            "crossover": crossover}
+
+
+def test_fake_comparison_passes_a_correct_comparison_and_names_mistakes():
+    seconds = {"cpu": [1e-5, 1e-3, 1e-1], "cuda": [1e-4, 2e-3, 1e-3]}
+    fake = FakeComparison(seconds, run_timed=True)
+    result = _reference_compare(fake.make_work, [8, 64, 512], "cuda", fake.timer)
+    assert fake.speedup_verdict(result, [8, 64, 512]) is None
+    assert fake.crossover_verdict(result, [8, 64, 512]) is None
+    assert fake.setup_verdict([8, 64, 512], ["cpu", "cuda"]) is None
+    inverted = dict(result, speedup=[1 / s for s in result["speedup"]])
+    assert "inverted" in fake.speedup_verdict(inverted, [8, 64, 512])
+    assert "crossover" in fake.crossover_verdict(dict(result, crossover=8), [8, 64, 512])
+
+    inside = FakeComparison(seconds, run_timed=True)
+    inside.timer(lambda: inside.make_work(8, "cpu")(), "cpu")
+    assert "timed region" in inside.setup_verdict([8], ["cpu"])
+
+    none = FakeComparison({"cpu": [1e-3, 2e-3]})
+    assert none.no_accelerator_verdict(lambda: _reference_compare(none.make_work, [8, 16], None, none.timer), [8, 16]) is None
+    assert "no accelerator" in none.no_accelerator_verdict(lambda: torch.device(None), [8, 16])
+
+
+def test_fake_comparison_judges_the_crossover_against_the_learners_own_speedups():
+    fake = FakeComparison({"cpu": [1e-5, 1e-3, 1e-1], "cuda": [1e-4, 2e-3, 1e-3]})
+    result = _reference_compare(fake.make_work, [8, 64, 512], "cuda", fake.timer)
+    inverted = [1 / s for s in result["speedup"]]
+    consistent = dict(result, speedup=inverted, crossover=bench.crossover([8, 64, 512], inverted))
+    assert fake.crossover_verdict(consistent, [8, 64, 512]) is None  # the speed-up check names the inversion
+    tie = FakeComparison({"cpu": [1e-5, 2e-3, 4e-3], "cuda": [1e-4, 2e-3, 1e-3]})
+    result = _reference_compare(tie.make_work, [8, 64, 512], "cuda", tie.timer)
+    assert result["crossover"] == 512
+    assert "tie" in tie.crossover_verdict(dict(result, crossover=64), [8, 64, 512])
+
+
+def test_a_constant_comparison_loses_the_crossover_too():
+    """Its speed-ups come from no measurement, so its crossover is judged against the injected timings."""
+    def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
+        return {"accelerator": accelerator, "sizes": list(sizes), "cpu_s": [1.0] * len(sizes),
+                "accelerator_s": [0.5] * len(sizes), "speedup": [2.0] * len(sizes), "crossover": sizes[0]}
+
+    case = dict(cpu_s=[1e-6, 1e-3], accelerator_s=[1e-5, 2e-3])
+    for check, says in [(ch01.check_speedup, "not timed"), (ch01.check_crossover, "expected None"),
+                        (ch01.check_untimed_setup, "make_work was not called"),
+                        (ch01.check_no_accelerator, "should be None")]:
+        with pytest.raises(CheckFailed, match=says):
+            if check is ch01.check_no_accelerator:
+                check(compare_devices, [16, 512], cpu_s=case["cpu_s"])
+            else:
+                check(compare_devices, [16, 512], **case)
+
+
+def test_fake_comparison_names_an_ignored_timer_and_makes_syncs_harmless():
+    fake = FakeComparison({"cpu": [1e-3, 2e-3], "cuda": [1e-4, 1e-4]})
+
+    def own_timer(fn, device):
+        fn()
+        torch.cuda.synchronize()  # raises on a CPU-only build, but not while the fake is active
+        return 1e-6
+
+    with cpu_only_machine(), fake.active():
+        result = _reference_compare(fake.make_work, [8, 16], "cuda", own_timer)
+    assert "`timer`" in fake.speedup_verdict(result, [8, 16])
+    none = FakeComparison({"cpu": [1e-3, 2e-3]})
+    with none.active():  # the speed-up check names the ignored timer; this one judges only the None answer
+        assert none.no_accelerator_verdict(lambda: _reference_compare(none.make_work, [8, 16], None, own_timer),
+                                           [8, 16]) is None
+
+
+def test_fake_comparison_restores_the_syncs_and_the_namespace_after_an_error():
+    originals = _real()
+    namespace = {"sync": torch.cuda.synchronize}
+    with pytest.raises(KeyError), FakeComparison({"cpu": [1.0]}).active([namespace]):
+        assert namespace["sync"] is not originals[3]
+        {}["nope"]
+    assert _real() == originals and namespace == {"sync": originals[3]}
+
+
+def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
+    return _reference_compare(make_work, sizes, accelerator, timer)
+
+
+def test_a_correct_comparison_passes_every_comparison_check():
+    ch01.check_speedup(compare_devices, [64, 256, 1024], cpu_s=[1e-5, 4e-4, 3e-2], accelerator_s=[4e-5, 2e-4, 1e-3])
+    ch01.check_crossover(compare_devices, [16, 512], cpu_s=[1e-6, 1e-3], accelerator_s=[1e-5, 2e-3])
+    ch01.check_untimed_setup(compare_devices, [8, 16], cpu_s=[1e-3, 2e-3], accelerator_s=[1e-4, 1e-4],
+                             accelerator=torch.device("cuda"))
+    ch01.check_no_accelerator(compare_devices, [64, 256], cpu_s=[1e-4, 1e-3])
+
+
+def test_calling_the_course_crossover_costs_only_the_crossover_check():
+    def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
+        result = _reference_compare(make_work, sizes, accelerator, timer)
+        if accelerator is not None:
+            result["crossover"] = bench.crossover(result["sizes"], result["speedup"])
+        return result
+
+    listed = dict(delegation.COURSE_VERSIONS["compare_devices"])
+    ch01.check_speedup(compare_devices, [64, 256], cpu_s=[1e-5, 4e-4], accelerator_s=[4e-5, 2e-4])
+    ch01.check_untimed_setup(compare_devices, [64, 256], cpu_s=[1e-5, 4e-4], accelerator_s=[4e-5, 2e-4])
+    assert delegation.COURSE_VERSIONS["compare_devices"] == listed  # allowed there, and only there
+    with pytest.raises(CheckFailed, match="write it yourself: `helpers.benchmark.crossover`"):
+        ch01.check_crossover(compare_devices, [64, 256], cpu_s=[1e-5, 4e-4], accelerator_s=[4e-5, 2e-4])
+    assert bench.crossover([1, 2], [2.0, 3.0]) == 1  # the tripwire is gone again
