@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers import amp
 from helpers.checks.core import CheckFailed, check, check_close, check_type, solved
 from helpers.checks.patching import Change, patched
 from helpers.models import MLP, flat_grads, flat_params, make_regression, set_seed
@@ -334,24 +335,18 @@ def run_on_task(
     return rec
 
 
-def _fp32_step(model: nn.Module, x, y, loss_fn, optimizer) -> None:
-    """The baseline a converged step is compared with: one plain fp32 step."""
-    optimizer.zero_grad(set_to_none=True)
-    loss_fn(model(x), y).backward()
-    optimizer.step()
-
-
 def train_on_task(
     step_fn: Callable | None, dtype: torch.dtype, *extra: Any, steps: int = 50, lr: float = 0.1, seed: int = 0,
     device_type: str = "cpu",
 ) -> tuple[float, float]:
     """Train a fresh :func:`grading_task` for ``steps`` steps; returns the fp32 loss before and after.
 
-    ``step_fn=None`` (or ``dtype=float32``) trains in plain fp32, the
-    baseline. Otherwise each call gets a new scaler whose scale is 1 and the
-    gradients are cleared before each call, so the result judges only the
-    arithmetic of the step: scaling, updating and clearing gradients have
-    checks of their own, and one mistake should not fail every check.
+    ``step_fn=None`` (or ``dtype=float32``) trains with the course's
+    :func:`helpers.amp.fp32_step`, the baseline. Otherwise each call gets a
+    new scaler whose scale is 1 and the gradients are cleared before each
+    call, so the result judges only the arithmetic of the step: scaling,
+    updating and clearing gradients have checks of their own, and one
+    mistake should not fail every check.
     """
     model, x, y = grading_task(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
@@ -359,7 +354,7 @@ def train_on_task(
     with _one_thread():
         for _ in range(steps):
             if step_fn is None or dtype == torch.float32:
-                _fp32_step(model, x, y, F.mse_loss, optimizer)
+                amp.fp32_step(model, x, y, F.mse_loss, optimizer)
                 continue
             optimizer.zero_grad(set_to_none=True)
             scaler = torch.amp.GradScaler(device_type, init_scale=1.0)
@@ -377,7 +372,7 @@ def _run(step_fn: Callable, dtype: torch.dtype, *extra: Any, **options: Any) -> 
     rec = run_on_task(step_fn, dtype, *extra, **options)
     check(rec.forward or rec.backward_count or rec.optimizer_steps,
           f"`{_name(step_fn)}` did nothing: it never called the model, backward or the optimizer (it returned "
-          f"{rec.result!r}). Write the whole step: forward under autocast, scaled backward, `scaler.step`, "
+          f"{repr(rec.result)[:60]}). Write the whole step: forward under autocast, scaled backward, `scaler.step`, "
           "`scaler.update`.")
     return rec
 
