@@ -218,3 +218,14 @@ def test_inject_inf_grad_is_removed_on_exit():
     model.zero_grad()
     model(x).sum().backward()
     assert torch.isfinite(next(model.parameters()).grad).all()
+
+
+def test_a_check_leaves_torchs_global_state_as_it_found_it():
+    """Grad mode, default dtype, threads and the random stream are the learner's, before and after a check."""
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    threads, grad, dtype = torch.get_num_threads(), torch.is_grad_enabled(), torch.get_default_dtype()
+    ch05.check_skip_inf(amp_train_step, torch.float16)
+    assert (torch.get_num_threads(), torch.is_grad_enabled(), torch.get_default_dtype()) == (threads, grad, dtype)
+    assert torch.equal(torch.rand(3), expected)

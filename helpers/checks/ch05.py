@@ -29,7 +29,7 @@ from torch import nn
 from helpers import amp
 from helpers.checks.core import CheckFailed, check, check_close, check_type, solved
 from helpers.checks.patching import Change, patched
-from helpers.models import MLP, flat_grads, flat_params, make_regression, set_seed
+from helpers.models import MLP, flat_grads, flat_params, make_regression
 
 __all__ = [
     "StepRecord",
@@ -59,9 +59,14 @@ __all__ = [
 
 
 def grading_task(seed: int = 0, n: int = 64, in_features: int = 8, hidden: int = 16) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
-    """A small regression task: a fresh MLP and one batch, the same for the same seed."""
-    set_seed(seed)
-    model = MLP(in_features=in_features, hidden=hidden, out_features=1, depth=1)
+    """A small regression task: a fresh MLP and one batch, the same for the same seed.
+
+    The weights are drawn under ``torch.random.fork_rng``, so a grade cell
+    leaves the learner's random state as it found it.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = MLP(in_features=in_features, hidden=hidden, out_features=1, depth=1)
     x, y = make_regression(n=n, in_features=in_features, seed=seed)
     return model, x, y
 
