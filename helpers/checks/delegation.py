@@ -32,8 +32,9 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "compare_devices": {"helpers.benchmark:sweep": "chapter 01's sweep over sizes and devices",
                         "helpers.benchmark:crossover": "chapter 01's sweep reads its crossover with it"},
     "training_memory": {"helpers.memory:estimate_anatomy": "used from chapter 05 on"},
-    "amp_train_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
-    "amp_clip_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
+    "amp_train_step": {"helpers.amp:scaled_step": "chapter 05 names it in section 6, for use after the exercises"},
+    "amp_clip_step": {"helpers.amp:scaled_step": "with max_norm; chapter 05 names it in section 6, for use after "
+                                                 "the exercises"},
 }
 
 
