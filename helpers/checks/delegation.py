@@ -30,7 +30,7 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "time_on_device": {"helpers.benchmark:time_callable": "used from chapter 03 on",
                        "helpers.benchmark:sync_timer": "used from chapter 03 on"},
     "compare_devices": {"helpers.benchmark:sweep": "chapter 01's sweep"},
-    "training_memory": {"helpers.memory:estimate_anatomy": "used from chapter 05 on"},
+    "training_memory": {"helpers.memory:estimate_anatomy": "chapter 03 measures with it in section 3"},
     "amp_train_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
     "amp_clip_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
 }
