@@ -283,11 +283,12 @@ def check_lets_other_errors_through(max_batch_size: Callable, step: Callable[[in
         _run(max_batch_size, watched, memory.MemoryBudget(budget_bytes, device="cpu"))
     except error:
         escaped = True
-    what = raised[0] if raised else f"step never raised its {error.__name__}: max_batch_size did not try the sizes " \
-                                    f"where it does"
-    check(escaped, f"{what} (a bug, not a full GPU) and max_batch_size carried on; expected that error to reach the "
-          f"caller. Catch only torch.OutOfMemoryError: it is a RuntimeError, but not every RuntimeError is out of "
-          f"memory, and not every exception.")
+    check(bool(raised), f"max_batch_size returned without ever reaching a size at which step raises "
+          f"{error.__name__} (a bug, not a full GPU); expected it to try growing sizes by calling step(n), and "
+          f"that error to reach the caller.")
+    check(escaped, f"{raised[0]} (a bug, not a full GPU) and max_batch_size carried on; expected that error to reach "
+          f"the caller. Catch only torch.OutOfMemoryError: it is a RuntimeError, but not every RuntimeError is out "
+          f"of memory, and not every exception.")
 
 
 # --------------------------------------------------------------------------- grad-accumulation
