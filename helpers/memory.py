@@ -44,21 +44,14 @@ __all__ = [
     "MemoryBudget",
     "MemoryStats",
     "Timeline",
-    "WatchedStep",
-    "accumulation_case",
     "allocation_step",
-    "bits_hint",
     "anatomy_table",
-    "big_batch_gradients",
     "estimate_anatomy",
-    "flat_gradients",
     "format_bytes",
     "free_memory",
     "measure_anatomy",
     "measure_peak",
-    "micro_batch_peak",
     "memory_timeline",
-    "search_result",
     "track_memory",
 ]
 
@@ -273,8 +266,13 @@ def _quiet_native_stderr() -> Iterator[None]:
 
 
 def _profiler_busy() -> bool:
+    """Whether a torch profiler is already running (a second one cannot start inside it).
+
+    torch has no public question for this; ``torch.autograd._profiler_enabled``
+    is the Python-level one the profiler itself uses.
+    """
     try:
-        return bool(torch._C._autograd._profiler_enabled())
+        return bool(torch.autograd._profiler_enabled())
     except AttributeError:  # pragma: no cover - older torch
         return False
 
@@ -599,120 +597,3 @@ def anatomy_table(estimated: Anatomy, measured: Anatomy) -> str:
     lines = [f"{'':<18}{'estimated':>14}{'measured':>14}"]
     lines += [f"{name:<18}{format_bytes(e):>14}{format_bytes(m):>14}" for name, e, m in rows]
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- what chapter 03's checks use
-
-
-def search_result(fn: Callable[..., Any], step: Callable[[int], Any], budget: MemoryBudget, **kwargs: Any) -> Any:
-    """Call a learner's batch-size search; an out-of-memory error that escapes it fails with a clear message.
-
-    The message is raised outside the ``except`` block, so the escaped
-    error's frames (and the tensors they hold) are gone by then.
-    """
-    from helpers.checks import CheckFailed, solved
-
-    escaped = None
-    try:
-        return solved(fn, step, budget, **kwargs)
-    except torch.OutOfMemoryError as err:
-        escaped = str(err)
-    raise CheckFailed(
-        f"`{getattr(fn, '__name__', 'the search')}` let torch.OutOfMemoryError escape ({escaped}); expected it to "
-        f"catch the error of every trial that does not fit and carry on. Recover: wrap each trial in "
-        f"`try: ... except torch.OutOfMemoryError:`, set a flag there, and try a smaller batch."
-    )
-
-
-class WatchedStep:
-    """Wraps ``step(n)`` and records, for each call, how many bytes were already held under the budget.
-
-    A search that recovers properly starts every trial with nothing held
-    from the trials before it.
-    """
-
-    def __init__(self, step: Callable[[int], Any], budget: MemoryBudget) -> None:
-        self.step, self.budget = step, budget
-        self.calls: list[tuple[int, int]] = []
-        self.__name__ = getattr(step, "__name__", "step")
-
-    def __call__(self, n: int) -> Any:
-        self.calls.append((n, self.budget.live_bytes))
-        return self.step(n)
-
-
-def accumulation_case(kind: str = "mlp", k: int = 4, seed: int = 0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
-    """A model and a batch of ``8 * k`` samples for checking gradient accumulation.
-
-    ``"mlp"``: a small MLP on random data, every micro-batch carries signal.
-    ``"wide"``: ``32 * k`` samples through a 1024-wide hidden layer, so that a
-    micro-batch's activations outweigh the gradients: whether the micro-batches'
-    activations are alive one at a time or all together shows in the peak.
-    ``"last-only"``: a bias-free linear model whose first ``k - 1``
-    micro-batches are all zeros (their gradient is exactly zero), so only the
-    last one contributes: the scale of the result can be checked on its own.
-    """
-    g = torch.Generator().manual_seed(seed)
-    n = 8 * k
-    if kind == "mlp":
-        torch.manual_seed(seed)
-        model: nn.Module = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 1))
-        x = torch.randn(n, 6, generator=g)
-        y = torch.randn(n, 1, generator=g)
-    elif kind == "wide":
-        torch.manual_seed(seed)
-        model = nn.Sequential(nn.Linear(4, 1024), nn.Tanh(), nn.Linear(1024, 1))
-        x = torch.randn(4 * n, 4, generator=g)
-        y = torch.randn(4 * n, 1, generator=g)
-    elif kind == "last-only":
-        torch.manual_seed(seed)
-        model = nn.Linear(6, 1, bias=False)
-        x = torch.zeros(n, 6)
-        y = torch.zeros(n, 1)
-        x[-8:] = torch.randn(8, 6, generator=g)
-        y[-8:] = torch.randn(8, 1, generator=g)
-    else:
-        raise ValueError(f"kind must be 'mlp', 'wide' or 'last-only', not {kind!r}")
-    return model, x, y
-
-
-def big_batch_gradients(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                        x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
-    """The gradient of ``loss_fn(model(x), y)`` on the whole batch, one tensor per trainable parameter.
-
-    Computed with ``torch.autograd.grad``, so the model's ``.grad`` is left untouched.
-    """
-    params = [p for p in model.parameters() if p.requires_grad]
-    return list(torch.autograd.grad(loss_fn(model(x), y), params))
-
-
-def flat_gradients(model: nn.Module) -> torch.Tensor:
-    """Every trainable parameter's ``.grad`` in one vector (zeros where there is none yet)."""
-    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).detach()
-                      for p in model.parameters() if p.requires_grad])
-
-
-def micro_batch_peak(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                     x: torch.Tensor, y: torch.Tensor, k: int) -> int:
-    """Peak bytes of forward and backward on one micro-batch (``len(x) // k`` samples), gradients included.
-
-    Run on a copy of ``model`` and counted by live storages (``method="tensors"``,
-    deterministic), so it is the yardstick for an accumulation that keeps one
-    micro-batch's activations alive at a time.
-    """
-    import copy
-
-    twin = copy.deepcopy(model)
-    twin.zero_grad(set_to_none=True)
-    m = len(x) // k
-    with track_memory(x.device, method="tensors") as stats:
-        loss_fn(twin(x[:m]), y[:m]).backward()
-    return stats.peak_bytes
-
-
-def bits_hint(got: Any, expected: Any) -> str:
-    """A sentence naming the bits-for-bytes slip when ``got`` is exactly 8 times ``expected``; else ``""``."""
-    if isinstance(got, (int, float)) and isinstance(expected, (int, float)) and expected and got == 8 * expected:
-        return (" That is 8 times too much: torch.finfo(dtype).bits counts bits, and a byte has 8 of them "
-                "(bytes per element: torch.finfo(dtype).bits // 8, or dtype.itemsize).")
-    return ""

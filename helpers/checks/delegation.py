@@ -31,7 +31,7 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
                        "helpers.benchmark:sync_timer": "the synchronising clock inside bench.time_callable"},
     "compare_devices": {"helpers.benchmark:sweep": "chapter 01's sweep over sizes and devices",
                         "helpers.benchmark:crossover": "chapter 01's sweep reads its crossover with it"},
-    "training_memory": {"helpers.memory:estimate_anatomy": "used from chapter 05 on"},
+    "training_memory": {"helpers.memory:estimate_anatomy": "chapter 03 measures with it in section 3"},
     "amp_train_step": {"helpers.amp:scaled_step": "chapter 05 names it in section 6, for use after the exercises"},
     "amp_clip_step": {"helpers.amp:scaled_step": "with max_norm; chapter 05 names it in section 6, for use after "
                                                  "the exercises"},
