@@ -103,9 +103,9 @@ def check_automatic_choice(choose_device: Callable[..., Any], machine: FakeMachi
     where = f"choose_device() on {machine_words(machine)}"
     if strings_ok:
         chosen = _as_device(chosen)
-    elif isinstance(chosen, str):
-        check_type(chosen, torch.device, where, f"return torch.device({chosen!r}), not the string {chosen!r}.")
-    check_type(chosen, torch.device, where, f"return a torch.device, e.g. torch.device({expected!r}).")
+    else:
+        check_type(chosen, torch.device, where, f"return torch.device({chosen!r}), not the string {chosen!r}."
+                   if isinstance(chosen, str) else f"return a torch.device, e.g. torch.device({expected!r}).")
     check(_matches(chosen, expected), f"{where} returned {chosen!r}; expected torch.device({expected!r}). "
           + _automatic_hint(machine, expected))
 
@@ -257,7 +257,7 @@ def _structure_mistake(given: Any, moved: Any, path: str) -> str | None:
     elif isinstance(given, (list, tuple)) and type(moved) is not type(given):
         return (f"{path} was a {type(given).__name__} and came back as a {type(moved).__name__}: keep tuples as "
                 "tuples and lists as lists.")
-    elif isinstance(given, dict) and not (isinstance(moved, dict) and list(moved) == list(given)):
+    elif isinstance(given, dict) and not (isinstance(moved, dict) and moved.keys() == given.keys()):
         return f"{path} was a dict with keys {list(given)} and came back as {_where(moved)}: keep dicts and their keys."
     elif isinstance(given, str) and moved != given:
         return (f"the string {given!r} ({path}) came back as {str(moved)[:60]!r}: a str is a Sequence, so code that "
