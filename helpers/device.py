@@ -178,5 +178,6 @@ def explain_device_error(err: BaseException) -> str | None:
                 "there yet (model.to(device)), before the forward pass.")
     if "not compiled with CUDA" in text or "No CUDA GPUs are available" in text or "no NVIDIA driver" in text.lower():
         return ("the code asked for CUDA explicitly (.cuda(), device='cuda') on a machine without it: "
-                "use the device you were given (or pick_device()) instead of hard-coding 'cuda'.")
+                "use the device you were given (or ask torch.cuda.is_available() first) instead of hard-coding "
+                "'cuda'.")
     return None

@@ -128,3 +128,45 @@ def test_check_raises_does_not_mistake_a_stub_for_the_expected_error():
         checks.check_raises(RuntimeError, lambda: stub("cuda"), "choose_device('cuda')")
     with pytest.raises(CheckFailed, match="`stub` is not written yet"):
         checks.check_raises(RuntimeError, lambda: checks.solved(stub, "cuda"), "choose_device('cuda')")
+
+
+def test_fake_machine_fakes_synchronisation_memory_and_properties_of_a_gpu():
+    with checks.FakeMachine(cuda=1, gpu_memory=2**30).active():
+        assert torch.cuda.synchronize() is None and torch.cuda.is_initialized()
+        assert torch.cuda.mem_get_info() == (2**30, 2**30)
+        props = torch.cuda.get_device_properties(0)
+        assert props.total_memory == 2**30 and props.name == "Simulated GPU 0"
+        assert torch.accelerator.synchronize() is None
+        with pytest.raises(RuntimeError, match="MPS"):
+            torch.mps.synchronize()
+    with checks.fake_machine(mps=True):
+        assert torch.mps.synchronize() is None and torch.accelerator.synchronize() is None
+        assert not torch.cuda.is_initialized()
+
+
+@pytest.mark.parametrize("machine, error, text", [
+    (checks.FakeMachine(), AssertionError, "not compiled with CUDA"),
+    (checks.FakeMachine(built_for="cuda"), RuntimeError, "No CUDA GPUs"),
+])
+def test_fake_machine_without_a_gpu_refuses_gpu_calls_as_torch_does(machine, error, text):
+    with machine.active():
+        assert not torch.cuda.is_initialized()
+        for call in (torch.cuda.synchronize, torch.cuda.mem_get_info, lambda: torch.cuda.get_device_properties(0),
+                     torch.cuda.current_device, lambda: torch.cuda.get_device_name(0)):
+            with pytest.raises(error, match=text):
+                call()
+        with pytest.raises(RuntimeError, match="none is available"):
+            torch.accelerator.synchronize()
+
+
+def test_fake_machine_restores_everything_after_an_error():
+    machine = checks.FakeMachine(cuda=2, mps=True)
+    originals = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in machine.changes() if hasattr(owner, attr)]
+    real_is_available, real_sync = torch.cuda.is_available, torch.cuda.synchronize
+    learner = {"is_available": real_is_available, "sync": real_sync}  # a learner's `from torch.cuda import ...`
+    with pytest.raises(ZeroDivisionError):
+        with machine.active(namespaces=[learner]):
+            assert learner["is_available"]() and learner["sync"]() is None  # the learner's own names are faked too
+            1 / 0
+    assert all(getattr(owner, attr) is original for owner, attr, original in originals)
+    assert learner == {"is_available": real_is_available, "sync": real_sync}

@@ -128,3 +128,17 @@ def test_to_device_really_moves_to_cuda():
     moved = dev.to_device({"x": torch.ones(2).pin_memory()}, "cuda")
     dev.synchronize("cuda")
     assert moved["x"].is_cuda
+
+
+@pytest.mark.parametrize("machine, waits_on", [
+    ({"cuda": 1}, "cuda"),
+    ({"mps": True}, "mps"),
+    ({}, None),
+])
+def test_synchronize_waits_on_the_machine_s_accelerator_and_is_safe_without_one(machine, waits_on):
+    from helpers.checks import record_calls
+
+    spies = {"cuda": (torch.cuda, "synchronize"), "mps": (torch.mps, "synchronize")}
+    with fake_machine(**machine), record_calls(spies) as log:
+        dev.synchronize()
+    assert log.events == ([waits_on] if waits_on else [])

@@ -24,9 +24,11 @@ __all__ = ["COURSE_VERSIONS", "CourseVersionCalled", "forbid_course_versions"]
 
 # exercise function (as the task names it) -> {"module:qualname" of a course function: when the course uses it}
 COURSE_VERSIONS: dict[str, dict[str, str]] = {
-    "choose_device": {"helpers.device:pick_device": "used from chapter 03 on"},
+    # chapter 02. forward_on has no course version: to_device moves its input (fine), nothing does the rest
+    "choose_device": {"helpers.device:pick_device": "every chapter's opening cell uses it; use it yourself from chapter 03 on",
+                      "helpers.device:available_devices": "the inventory behind pick_device",
+                      "helpers.device:accelerator": "pick_device's automatic choice"},
     "move_batch": {"helpers.device:to_device": "used from chapter 03 on"},
-    "forward_on": {"helpers.device:to_device": "used from chapter 03 on"},
     "time_on_device": {"helpers.benchmark:time_callable": "chapter 01's sweeps use it, and every chapter from 03 on",
                        "helpers.benchmark:sync_timer": "the synchronising clock inside bench.time_callable"},
     "compare_devices": {"helpers.benchmark:sweep": "chapter 01's sweep over sizes and devices",
