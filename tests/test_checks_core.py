@@ -73,3 +73,48 @@ def test_every_listed_course_version_exists_and_is_a_plain_function():
 
 def test_a_course_version_failure_is_a_check_failure():
     assert issubclass(CourseVersionCalled, CheckFailed)
+
+
+def test_a_learners_own_error_is_not_explained_as_a_device_mix_up():
+    def choose_device(requested=None):
+        raise RuntimeError("No CUDA GPUs are available")  # the learner's own, correct, message
+
+    with pytest.raises(RuntimeError, match="No CUDA GPUs are available") as info:
+        solved(choose_device, "cuda")
+    assert not isinstance(info.value, CheckFailed)
+
+
+def test_a_device_mix_up_torch_reports_is_explained():
+    import torch
+
+    def forward(x):
+        return torch.nn.Linear(2, 2)(x.to("meta"))  # weights on the CPU, input on another device
+
+    with pytest.raises(CheckFailed, match="This means"):
+        solved(forward, torch.ones(1, 2))
+
+
+def test_warnings_and_log_records_become_notes_on_stdout(capsys):
+    import logging
+    import warnings
+
+    def count_parameters(model):
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar", UserWarning)
+        logging.getLogger("learner").warning("searching")
+        return 3
+
+    assert solved(count_parameters, None) == 3
+    out, err = capsys.readouterr()
+    assert err == "" and "costs no points" in out and "requires_grad" in out and "searching" in out
+
+
+def test_a_warning_filter_set_to_error_still_raises():
+    import warnings
+
+    def step():
+        warnings.warn("old API", FutureWarning)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        with pytest.raises(FutureWarning):
+            solved(step)

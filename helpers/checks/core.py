@@ -13,13 +13,19 @@ tells a learner nothing but ``AssertionError``.
 from __future__ import annotations
 
 import contextlib
-import functools
+import dis
+import logging
+import os
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from helpers.device import explain_device_error
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_HELPERS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 __all__ = [
     "CheckFailed",
@@ -138,21 +144,70 @@ def check_raises(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def raised_by_learner(err: BaseException) -> bool:
+    """True when ``err`` comes from a ``raise`` (or ``assert``) in the learner's own code, not from torch.
+
+    A learner's ``raise RuntimeError("No CUDA GPUs are available")`` is their own
+    message, not a device mix-up: the innermost frame is a raise statement
+    outside torch. An error torch raises (in C++, or in torch's Python code)
+    ends in a call, or in a frame inside the torch package.
+    """
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    code = tb.tb_frame.f_code
+    if code.co_filename.startswith(_TORCH_DIR) or code.co_filename.startswith(_HELPERS_DIR):
+        return False  # torch's own code, or the course's fake machine imitating it
+    return code.co_code[tb.tb_lasti] == dis.opmap["RAISE_VARARGS"]
+
+
+@contextlib.contextmanager
+def warnings_as_notes() -> Iterator[None]:
+    """Warnings and log records raised inside the block are printed to stdout as notes afterwards.
+
+    nbgrader scores 0 for a grade cell that writes anything to stderr, even when
+    every check passed: a correct answer's warning must cost nothing, and the
+    learner still sees it. A warning filter set to "error" keeps raising.
+    """
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    root = logging.getLogger()
+    saved_handlers = root.handlers[:]
+    root.handlers = [Keep()]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            yield
+    finally:
+        root.handlers = saved_handlers
+        notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+        notes += [f"log {r.levelname}: {r.getMessage()}" for r in records]
+        for note in dict.fromkeys(notes):  # once each, in order
+            print(f"note (costs no points) — your code warned: {note if len(note) <= 300 else note[:297] + '...'}")
+
+
 def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the learner's ``fn``; an unsolved stub fails with a message naming the exercise.
 
     nbgrader replaces each solution with ``raise NotImplementedError()``; this
     turns that into "``time_on_device`` is not written yet" instead of a bare
-    traceback. A device mix-up inside ``fn`` (see
-    :func:`helpers.device.explain_device_error`) is explained in plain words.
-    While ``fn`` runs, the course's own implementation of the exercise is a
-    tripwire (:mod:`helpers.checks.delegation`): calling it fails the check.
+    traceback. A device mix-up that torch reports inside ``fn`` (see
+    :func:`helpers.device.explain_device_error`) is explained in plain words; an
+    error the learner raised themselves is left as it is. While ``fn`` runs, the
+    course's own implementation of the exercise is a tripwire
+    (:mod:`helpers.checks.delegation`): calling it fails the check. Warnings and
+    log records become notes on stdout (:func:`warnings_as_notes`).
     """
     from helpers.checks.delegation import forbid_course_versions
 
     name = getattr(fn, "__name__", repr(fn))
     try:
-        with forbid_course_versions(name):
+        with warnings_as_notes(), forbid_course_versions(name):
             return fn(*args, **kwargs)
     except NotImplementedError as err:
         if err.args:  # torch raises NotImplementedError("...") for real errors; the stub raises it bare
@@ -162,7 +217,7 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             f"code, run that cell, then run this check again."
         ) from None
     except (RuntimeError, AssertionError) as err:
-        if isinstance(err, CheckFailed):
+        if isinstance(err, CheckFailed) or raised_by_learner(err):
             raise
         meaning = explain_device_error(err)
         if meaning is None:
