@@ -33,6 +33,10 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "training_memory": {"helpers.memory:estimate_anatomy": "used from chapter 05 on"},
     "amp_train_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
     "amp_clip_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
+    "diagnose": {"helpers.troubleshoot:explain_error": "chapter 07's own diagnosis, shown above the exercise"},
+    "profile_regions": {"helpers.troubleshoot:profile_regions": "chapter 07's own version",
+                        "helpers.troubleshoot:region_totals": "chapter 07's trace reader, used in section 5",
+                        "helpers.troubleshoot:slowest_region": "chapter 07's trace reader, used in section 5"},
 }
 
 
