@@ -85,13 +85,19 @@ def _quiet() -> Iterator[None]:
 
 def _train(train_epoch: Callable, model: nn.Module, lr: float, batches: list, device: Any = "cpu") -> Any:
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    calls: list[int] = []
+    hook = model.register_forward_pre_hook(lambda m, args: calls.append(1))
     with _quiet():
         try:
-            return solved(train_epoch, model, optimizer, batches, device)
+            result = solved(train_epoch, model, optimizer, batches, device)
+            check(calls, "train_epoch never ran the model on the batches: it must train one pass over them.")
+            return result
         except IndexError as err:
             raise CheckFailed(
                 f"train_epoch raised IndexError: {err} Labels out of range: the data's classes are numbered "
                 f"1..C, and cross-entropy wants 0..C-1. Shift the labels (y - 1) before the loss.") from None
+        finally:
+            hook.remove()
 
 
 def check_labels(train_epoch: Callable, features: int, classes: int, seed: int, lr: float = 0.1) -> None:
@@ -234,7 +240,7 @@ def check_eval_no_grad(evaluate: Callable, features: int, classes: int, seed: in
         got = solved(evaluate, model, batches, "cpu")
     left_off = not torch.is_grad_enabled()
     torch.set_grad_enabled(True)
-    check(recorded, "evaluate never ran the model.")
+    check(recorded, "evaluate never ran the model on the batches.")
     check(not any(recorded),
           "evaluation without no_grad: autograd recorded a graph for every evaluation batch (memory and time for "
           "nothing; model.eval() alone does not stop it). Wrap the loop in `with torch.no_grad():` (or "
@@ -253,6 +259,8 @@ def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, 
     batches = troubleshoot.numbered_class_batches(4, 32, features, classes, seed=seed)
     model, twin = classifier(features, classes, seed), classifier(features, classes, seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    calls: list[int] = []
+    model.register_forward_pre_hook(lambda m, args: calls.append(1))
     got = []
     with _quiet():
         for _ in range(epochs):
@@ -260,6 +268,7 @@ def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, 
                 got.append(_number(solved(train_epoch, model, optimizer, batches, "cpu"), "train_epoch"))
             except IndexError as err:
                 raise CheckFailed(f"train_epoch raised IndexError: {err} Labels out of range (numbered 1..C).") from None
+    check(calls, "train_epoch never ran the model on the batches: it must train one pass over them.")
     expected = [_reference_epoch(twin, lr, batches) for _ in range(epochs)]
     close = all(math.isclose(g, e, rel_tol=2e-3, abs_tol=1e-4) for g, e in zip(got, expected))
     check(close, f"the mean loss per epoch was {[round(g, 4) for g in got]}; a correct loop gives "
@@ -323,6 +332,7 @@ def check_fixes_named(diagnose: Callable, cases: Sequence[tuple[BaseException, s
     fixes: dict[str, str] = {}
     for err, expected in cases:
         category, fix = _diagnosis(diagnose, err)
+        check_diagnoses(diagnose, [(err, expected)])  # a fix for the wrong cause fixes nothing
         words = _FIX_WORDS.get(expected, ())
         check(fix.strip() and any(w in fix.lower() for w in words),
               f"for a {expected!r} error the fix {fix!r:.80} names none of {list(words)}: say what to change.")
