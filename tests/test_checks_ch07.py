@@ -6,7 +6,6 @@ import time
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from helpers import troubleshoot as ts
 from helpers.checks import CheckFailed

@@ -9,7 +9,6 @@ gives, so a learner knows which bug is still there.
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import tempfile
 import time
@@ -22,9 +21,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from helpers import memory, troubleshoot
+from helpers import troubleshoot
 from helpers.checks.core import CheckFailed, check, solved
-from helpers.checks.patching import patched
 
 __all__ = [
     "caught",
