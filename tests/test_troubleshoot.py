@@ -126,10 +126,14 @@ def test_numbered_class_batches_number_classes_from_one():
 def test_nvml_raises_nvml_error_without_a_driver():
     import pynvml
 
+    import shutil
+
     try:
         readings = ts.nvml_readings()
     except pynvml.NVMLError as err:
-        assert not torch.cuda.is_available() or "Library" not in type(err).__name__
+        assert not torch.cuda.is_available(), f"CUDA works, yet NVML failed: {err}"
+        if shutil.which("nvidia-smi") is None:  # no driver at all: the documented error
+            assert isinstance(err, pynvml.NVMLError_LibraryNotFound)
     else:
         assert readings and all(r.total_bytes > 0 for r in readings)
 
