@@ -215,3 +215,21 @@ def test_serve_tensorboard_serves_the_logs_and_leaves_no_process(tmp_path):
 def test_runs_folder_honours_course_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RUNS", str(tmp_path))
     assert ts.runs_folder("07_x") == tmp_path / "07_x" and (tmp_path / "07_x").is_dir()
+
+
+@pytest.mark.gpu
+def test_a_real_cuda_oom_message_reads_sentence_by_sentence():
+    free, total = torch.cuda.mem_get_info()
+    with pytest.raises(torch.OutOfMemoryError) as info:
+        torch.empty(total + 2**30, dtype=torch.uint8, device="cuda")
+    lines = ts.oom_lines(str(info.value))
+    assert any("Tried to allocate" in s for s, _ in lines)
+    assert all(meaning for sentence, meaning in lines if "allocate" in sentence or "capacity" in sentence)
+    assert ts.explain_error(info.value).category == "memory"
+
+
+@pytest.mark.gpu
+def test_a_real_device_side_assert_breaks_only_the_child_process():
+    text = ts.cuda_assert_in_subprocess(blocking=True)
+    assert "device-side assert" in text and "AFTERWARDS" in text
+    assert torch.ones(1, device="cuda").item() == 1.0  # this process's CUDA context is fine
