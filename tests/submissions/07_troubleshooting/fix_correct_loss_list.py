@@ -1,0 +1,31 @@
+# solution: fix-training-script
+# fails: 
+# says: 
+# correct, written differently: a list of floats, model.zero_grad(), a decorator for evaluation
+def train_epoch(model, optimizer, batches, device):
+    """One pass over ``batches`` (CPU, labels 1..C) on ``device``; returns the mean loss as a float."""
+    model.to(device)
+    model.train()
+    losses = []
+    for x, y in batches:
+        x, y = x.to(device), (y - 1).to(device)
+        model.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
+
+
+@torch.no_grad()
+def evaluate(model, batches, device):
+    """Accuracy of ``model`` on ``batches`` (labels 1..C), as a float, without recording gradients."""
+    model.to(device)
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for x, y in batches:
+            predicted = model(x.to(device)).argmax(dim=1) + 1
+            correct += (predicted == y.to(device)).sum().item()
+            total += len(y)
+    return correct / total

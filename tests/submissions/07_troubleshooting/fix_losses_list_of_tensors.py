@@ -1,0 +1,30 @@
+# solution: fix-training-script
+# fails: fix-script-memory
+# says: memory grows
+# keeps the loss tensors (with their graphs) in a list
+def train_epoch(model, optimizer, batches, device):
+    """One pass over ``batches`` (CPU, labels 1..C) on ``device``; returns the mean loss as a float."""
+    model.to(device)
+    model.train()
+    losses = []
+    for x, y in batches:
+        x, y = x.to(device), (y - 1).to(device)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+    return torch.stack(losses).mean().item()
+
+
+def evaluate(model, batches, device):
+    """Accuracy of ``model`` on ``batches`` (labels 1..C), as a float, without recording gradients."""
+    model.to(device)
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for x, y in batches:
+            predicted = model(x.to(device)).argmax(dim=1) + 1
+            correct += (predicted == y.to(device)).sum().item()
+            total += len(y)
+    return correct / total
