@@ -7,13 +7,14 @@
     grade      grade submitted/ and print a status table
     feedback   HTML feedback for graded submissions
     export     grades.csv with a status column
+    override   a manual score for one grade cell of one submission, with the reason
 """
 
 from __future__ import annotations
 
 import sys
 
-GRADING_COMMANDS = ("release", "grade", "feedback", "export")
+GRADING_COMMANDS = ("release", "grade", "feedback", "export", "override")
 
 
 def bench(args: list[str]) -> int:
