@@ -155,8 +155,7 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     died = _cells_with(ev, KERNEL_DIED)
     if died:
         status = status or "crashed"
-        notes.append(f"the kernel died in {died} (os._exit, a signal or a crash): that cell was skipped "
-                     "(it earns nothing; checks that need it fail) and everything else was graded")
+        notes.append(f"the kernel died in {died} (os._exit, a signal or a crash): {_skipped(died)}")
     memory = [c for c, ename, evalue in ev.cell_errors if ename == "MemoryError" or any(t in evalue.lower() for t in MEMORY_TEXTS)]
     if memory:
         status = status or "crashed"
@@ -171,8 +170,7 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     ignored = _cells_with(ev, INTERRUPT_IGNORED)
     if ignored:
         status = status or "timed out"
-        notes.append(f"{ignored} ran past {limit} and ignored the interrupt: that cell was skipped "
-                     "(it earns nothing; checks that need it fail) and everything else was graded")
+        notes.append(f"{ignored} ran past {limit} and ignored the interrupt: {_skipped(ignored)}")
     timed = _cells_with(ev, "CellTimeoutError", "TimeoutError")
     if timed or (logged["cell_timeout"] and not ignored):
         status = status or "timed out"
@@ -207,10 +205,15 @@ def _cells_with(ev: Evidence, *enames: str) -> str:
     return ", ".join(dict.fromkeys(c for c, ename, _ in ev.cell_errors if ename in enames))
 
 
+def _skipped(cells: str) -> str:
+    which = "those cells were" if ", " in cells else "that cell was"
+    return f"{which} skipped (earning nothing; checks that need them fail) and everything else was graded"
+
+
 def _limits_text(ev: Evidence) -> str:
     if ev.grade_cell_timeout and ev.cell_timeout and ev.grade_cell_timeout < ev.cell_timeout:
-        return f"its time limit ({ev.grade_cell_timeout:g} s for a grade cell, {ev.cell_timeout:g} s for others)"
-    return f"the {ev.cell_timeout:g} s limit" if ev.cell_timeout else "its time limit"
+        return f"the time limit ({ev.grade_cell_timeout:g} s for a grade cell, {ev.cell_timeout:g} s for others)"
+    return f"the {ev.cell_timeout:g} s limit" if ev.cell_timeout else "the time limit"
 
 
 def _cell_name(cell, index: int) -> str:
