@@ -337,6 +337,18 @@ def test_the_sandbox_never_shows_a_course_folder_it_lies_in(tmp_path):
     assert exposed_course_paths(tmp_path, [tmp_path / ".venv"]) == []
 
 
+def test_the_sandbox_mounts_no_course_folder_and_passes_no_secret(tmp_path, monkeypatch):
+    from helpers.grading.sandbox import bwrap_command
+
+    monkeypatch.setenv("GRADER_TOKEN", "s3cret")
+    cmd = bwrap_command(["python", "-m", "ipykernel_launcher"], tmp_path / "scratch", ROOT,
+                        {"JPY_SESSION_NAME": "x", "GRADER_TOKEN": "s3cret"})
+    mounted = [cmd[i + 1] for i, arg in enumerate(cmd) if arg in ("--ro-bind", "--bind")]
+    assert str(ROOT) not in mounted and not any(m.startswith(str(ROOT / "solutions")) for m in mounted)
+    assert "s3cret" not in cmd and "--clearenv" in cmd and "--unshare-net" in cmd
+    assert cmd[-3:] == ["python", "-m", "ipykernel_launcher"]
+
+
 def _edit_source(root: Path, change) -> None:
     path = root / "solutions" / matrix.ASSIGNMENT / f"{matrix.ASSIGNMENT}.ipynb"
     nb = nbformat.read(str(path), as_version=4)
