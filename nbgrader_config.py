@@ -23,8 +23,11 @@ c.CourseDirectory.db_url = "sqlite:///gradebook.db"
 # "needs manual grade" with no score: put the cell back from the source and grade it.
 c.OverwriteCells.add_missing_cells = True
 
-# One cell may not stall a whole class: seconds per cell.
-c.Execute.timeout = 120
+# One cell may not stall a whole class: seconds per cell, and fewer per grade cell (the chapters' checks
+# take under 0.5 s on a CPU), so an answer that loops forever, called by every check of a chapter, costs
+# at most (grade cells) x 15 s; a cell that ignores the interrupt or kills the kernel is skipped and the
+# rest graded (helpers/grading/execute.py).
+c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 
 # Heavy demonstrations do not count towards any grade; skip them while grading.
@@ -36,21 +39,29 @@ c.Autograde.sanitize_preprocessors = Autograde.class_traits()["sanitize_preproce
 # Caps on every submission (helpers/grading/limits.py): kernel memory (RLIMIT_DATA) and
 # output per cell, applied while the notebook runs; the whole submission's wall-clock time,
 # enforced by `python -m helpers grade`, which runs each submission in its own process.
-from helpers.grading.limits import LimitedExecute  # noqa: E402
+from helpers.grading.execute import LimitedExecute  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 c.GradingLimits.notebook_timeout = 900
+c.GradingLimits.grade_cell_timeout = 15
+# Learner code runs in a bubblewrap sandbox (helpers/grading/sandbox.py): no course files, no network,
+# writes only in its scratch folder. Without bubblewrap grading stops; only for trusted submissions:
+# c.GradingLimits.sandbox = False   (or `python -m helpers grade --no-sandbox`)
+c.GradingLimits.sandbox = True
+# Feedback shows each check's message, cut at this many characters.
+c.GradingLimits.feedback_message_chars = 300
 c.GradingLimits.memory_mb = 4096
 c.GradingLimits.output_kb = 256
 c.Autograde.autograde_preprocessors = [
     LimitedExecute if p is Execute else p for p in Autograde.class_traits()["autograde_preprocessors"].default()
 ]
 
-# Feedback shows no hidden test: neither its source nor its text through a traceback.
-from helpers.grading.preprocessors import HideHiddenTestOutput  # noqa: E402
+# Feedback shows no hidden test: neither its source, nor its text through a traceback, nor anything a
+# learner's code printed (it can print the check's source); a check's message only, capped.
+from helpers.grading.preprocessors import FeedbackOutputs  # noqa: E402
 from nbgrader.converters.generate_feedback import GenerateFeedback  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [HideHiddenTestOutput, ClearHiddenTests] + [
+c.GenerateFeedback.preprocessors = [FeedbackOutputs, ClearHiddenTests] + [
     p for p in GenerateFeedback.class_traits()["preprocessors"].default() if p is not ClearHiddenTests
 ]

@@ -7,13 +7,14 @@
     grade      grade submitted/ and print a status table
     feedback   HTML feedback for graded submissions
     export     grades.csv with a status column
+    override   a manual score for one grade cell of one submission, with the reason
 """
 
 from __future__ import annotations
 
 import sys
 
-GRADING_COMMANDS = ("release", "grade", "feedback", "export")
+GRADING_COMMANDS = ("release", "grade", "feedback", "export", "override")
 BENCH_USAGE = """usage: python -m helpers bench [SIZE ...]          matrix-product sweep on every device (default sizes 64 ... 2048)
        python -m helpers bench --vs-timer [ROUNDS]  the course timer against torch.utils.benchmark.Timer"""
 

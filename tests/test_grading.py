@@ -48,7 +48,8 @@ def graded(tmp_path_factory):
             gb.update_or_create_student(student)
     released = matrix.released(root)
 
-    matrix.write_submission(root, "bystander", matrix.ASSIGNMENT, matrix.solved(released))
+    matrix.write_submission(root, "bystander", matrix.ASSIGNMENT, matrix.solved(released),
+                            timestamp="2025-01-15 09:00:00.000000 UTC")  # before the due date: not late
     assert cli(["grade", "--course", str(root), "--no-progress"]) == 0
     with course.gradebook() as gb:
         bystander_before = gb.find_submission(matrix.ASSIGNMENT, "bystander").score
@@ -134,7 +135,7 @@ def test_leak_check_ignores_lines_the_learner_was_given(graded):
 
 
 def test_no_feedback_for_a_run_that_did_not_finish(graded):
-    for student in ("dies", "bad_json", "swallow_interrupt", "unknown_student"):
+    for student in ("bad_json", "all_stripped", "unknown_student"):
         assert not (graded.root / "feedback" / student / matrix.ASSIGNMENT).exists()
 
 
@@ -193,7 +194,7 @@ def test_a_test_changed_after_release_is_not_tampering():
 def test_repo_config_applies_the_caps():
     from traitlets.config.loader import PyFileConfigLoader
 
-    from helpers.grading.limits import LimitedExecute
+    from helpers.grading.execute import LimitedExecute
 
     cfg = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     assert LimitedExecute in cfg.Autograde.autograde_preprocessors
@@ -224,3 +225,173 @@ def test_whole_submission_cap_stops_the_run_and_its_kernel(tmp_path, monkeypatch
     assert "6 s" in got.detail
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # no kernel left behind
     assert not (tmp_path / "autograded" / "slow" / matrix.ASSIGNMENT).exists()
+
+
+def _autograded(graded, student) -> nbformat.NotebookNode:
+    path = graded.root / "autograded" / student / matrix.ASSIGNMENT / f"{matrix.ASSIGNMENT}.ipynb"
+    return nbformat.read(str(path), as_version=4)
+
+
+def test_the_sandbox_gives_a_snooping_submission_nothing(graded):
+    """It read no course file, wrote nothing beside them, reached no network; its own folder worked."""
+    lines = [line for cell in _autograded(graded, "snoop").cells for out in cell.get("outputs", [])
+             for line in str(out.get("text", "")).splitlines() if matrix.SNOOP_MARK in line]
+    assert len([ln for ln in lines if "blocked" in ln]) == 15, lines
+    assert not [ln for ln in lines if "LEAK" in ln], lines
+    assert any("wrote scratch True" in ln for ln in lines), lines
+    assert not list(graded.root.rglob("pwned.txt")) and not (ROOT / "helpers" / "pwned.txt").exists()
+    assert not (graded.root / "autograded" / "snoop" / matrix.ASSIGNMENT / "scratch.txt").exists()
+
+
+def test_feedback_shows_no_output_of_the_learner_only_capped_messages(graded):
+    """rot13_leak printed its check's source, rot13-encoded; long_message raised a 5000-character error."""
+    import codecs
+
+    assert codecs.encode(matrix.HIDDEN_MARK, "rot13") in str(_autograded(graded, "rot13_leak").cells)  # it did leak
+    leak = html.unescape(_page(graded, "rot13_leak"))
+    assert codecs.encode(matrix.HIDDEN_MARK, "rot13") not in leak and codecs.encode("square", "rot13") not in leak
+    long = html.unescape(_page(graded, "long_message"))
+    assert "ValueError: AAAA" in long and "[... cut]" in long and "A" * 400 not in long
+
+
+def test_csv_has_exercises_timestamp_and_late_flag(graded):
+    rows = {r["student_id"]: r for r in graded.csv if r["assignment"] == matrix.ASSIGNMENT}
+    assert (rows["wrong"]["square-check"], rows["wrong"]["total-check"]) == ("0.0", "2.0")
+    assert (rows["hang_in_check"]["square-check"], rows["hang_in_check"]["total-check"]) == ("1.0", "0.0")
+    assert rows["bad_json"]["square-check"] == "" and rows["bad_json"]["score"] == ""
+    assert rows["wrong"]["timestamp"] == "2025-01-15 10:00:00 UTC" and rows["wrong"]["due"] == "2025-01-15 09:30:00 UTC"
+    assert (rows["wrong"]["late"], rows["bystander"]["late"], rows["bad_json"]["late"]) == ("yes", "no", "yes")
+
+
+def _nbgrader_export(root: Path) -> dict:
+    import subprocess
+
+    out = root / "nbgrader_export.csv"
+    subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--to={out}"], cwd=root, check=True,
+                   capture_output=True, timeout=300)
+    return {(r["student_id"], r["assignment"]): r for r in _csv(out)}
+
+
+def test_scores_have_one_source_of_truth_resubmission_and_override(graded):
+    """Runs last: it changes the course. A re-submission that no longer parses replaces the old score in the
+    gradebook, nbgrader's export and ours; a manual override is honoured and listed everywhere."""
+    root, key = graded.root, ("wrong", matrix.ASSIGNMENT)
+    assert cli(["override", "wrong", matrix.ASSIGNMENT, "square-check", "1", "--why", "x*abs(x) accepted: the task"
+                " only said non-negative", "--course", str(root)]) == 0
+    assert cli(["override", "wrong", matrix.ASSIGNMENT, "square-check", "5", "--why", "x", "--course", str(root)]) == 2
+    assert cli(["grade", "--course", str(root), "--student", "wrong", "--no-progress"]) == 0  # survives a re-grade
+    assert cli(["export", "--course", str(root)]) == 0
+    ours = {(r["student_id"], r["assignment"]): r for r in _csv(root / "grades.csv")}
+    assert ours[key]["score"] == "3.0" and "manual" in ours[key]["detail"] and "x*abs(x) accepted" in ours[key]["detail"]
+    assert float(_nbgrader_export(root)[key]["score"]) == 3.0
+
+    (root / "submitted" / "solved" / matrix.ASSIGNMENT / f"{matrix.ASSIGNMENT}.ipynb").write_text("{ not json")
+    assert cli(["grade", "--course", str(root), "--student", "solved", "--no-progress"]) == 0
+    assert cli(["export", "--course", str(root)]) == 0
+    ours = {(r["student_id"], r["assignment"]): r for r in _csv(root / "grades.csv")}
+    assert (ours[("solved", matrix.ASSIGNMENT)]["status"], ours[("solved", matrix.ASSIGNMENT)]["score"]) == ("unreadable", "")
+    assert float(_nbgrader_export(root)[("solved", matrix.ASSIGNMENT)]["score"]) == 0.0  # not the stale 3.0
+    with graded.course.gradebook() as gb:
+        assert "solved" not in [s.student.id for s in gb.find_assignment(matrix.ASSIGNMENT).submissions]
+    assert not (root / "autograded" / "solved" / matrix.ASSIGNMENT).exists()
+
+
+def test_grade_cells_get_the_shorter_limit():
+    from traitlets.config import Config
+
+    from helpers.grading.execute import LimitedExecute
+
+    cfg = Config()
+    cfg.Execute.timeout = 60
+    cfg.GradingLimits.grade_cell_timeout = 15
+    ex = LimitedExecute(config=cfg)
+    grade = nbformat.v4.new_code_cell("pass", metadata=matrix._meta(grade=True, solution=False, locked=True,
+                                                                     grade_id="g", points=1))
+    assert ex._get_timeout(grade) == 15 and ex._get_timeout(nbformat.v4.new_code_cell("pass")) == 60
+
+
+def test_without_a_sandbox_grading_stops_unless_the_instructor_opts_out(tmp_path, monkeypatch, capsys):
+    from helpers.grading import sandbox
+
+    matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
+    course = Course(tmp_path)
+    generate_release(tmp_path / "notebooks", [matrix.ASSIGNMENT], root=tmp_path, db_url=course.db_url)
+    with course.gradebook() as gb:
+        gb.update_or_create_student("solved")
+    matrix.write_submission(tmp_path, "solved", matrix.ASSIGNMENT, matrix.solved(matrix.released(tmp_path)))
+    monkeypatch.setattr(sandbox, "sandbox_problem", lambda: "bubblewrap (`bwrap`) is not installed")
+    with pytest.raises(SystemExit, match="grading stopped: bubblewrap .* not installed.*--no-sandbox"):
+        cli(["grade", "--course", str(tmp_path), "--no-progress"])
+    assert not course.load_outcomes()  # nothing was graded
+    with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install bubblewrap"):
+        sandbox.bwrap_command(["python"], tmp_path / "scratch", tmp_path, {})
+    assert cli(["grade", "--course", str(tmp_path), "--no-progress", "--no-sandbox"]) == 0
+    assert "the sandbox is off" in capsys.readouterr().err
+    assert course.load_outcomes()[f"solved/{matrix.ASSIGNMENT}"]["status"] == "graded"
+
+
+def test_the_sandbox_never_shows_a_course_folder_it_lies_in(tmp_path):
+    from helpers.grading.sandbox import exposed_course_paths
+
+    assert exposed_course_paths(tmp_path / "course", [tmp_path, Path("/usr")]) == [str(tmp_path)]
+    assert exposed_course_paths(tmp_path, [tmp_path / ".venv"]) == []
+
+
+def test_the_sandbox_mounts_no_course_folder_and_passes_no_secret(tmp_path, monkeypatch):
+    from helpers.grading.sandbox import bwrap_command
+
+    monkeypatch.setenv("GRADER_TOKEN", "s3cret")
+    cmd = bwrap_command(["python", "-m", "ipykernel_launcher"], tmp_path / "scratch", ROOT,
+                        {"JPY_SESSION_NAME": "x", "GRADER_TOKEN": "s3cret"})
+    mounted = [cmd[i + 1] for i, arg in enumerate(cmd) if arg in ("--ro-bind", "--bind")]
+    assert str(ROOT) not in mounted and not any(m.startswith(str(ROOT / "solutions")) for m in mounted)
+    assert "s3cret" not in cmd and "--clearenv" in cmd and "--unshare-net" in cmd
+    assert cmd[-3:] == ["python", "-m", "ipykernel_launcher"]
+
+
+def _edit_source(root: Path, change) -> None:
+    path = root / "solutions" / matrix.ASSIGNMENT / f"{matrix.ASSIGNMENT}.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    change(nb)
+    nbformat.write(nb, str(path))
+
+
+def test_rerelease_after_a_test_fix_has_a_supported_path(tmp_path, capsys):
+    """Points changed, then a check added, after grading: never a traceback, never a half-changed gradebook."""
+    from helpers.grading.release import release
+
+    matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
+    release(root=tmp_path)
+    course = Course(tmp_path)
+    with course.gradebook() as gb:
+        gb.update_or_create_student("alice")
+        gb.add_submission(matrix.ASSIGNMENT, "alice")
+    db = tmp_path / "gradebook.db"
+
+    _edit_source(tmp_path, lambda nb: matrix._cell(nb, "total-check").metadata.nbgrader.update(points=4))
+    assert cli(["release", "--course", str(tmp_path)]) == 0  # a second release, notebooks/ not committed: fine
+    assert "run `python -m helpers grade --assignment 01_tiny`" in capsys.readouterr().out
+    with course.gradebook() as gb:
+        assert gb.find_assignment(matrix.ASSIGNMENT).max_score == 5
+
+    extra = nbformat.v4.new_code_cell('"""Check that square(0) is 0."""\nassert square(0) == 0\n', metadata=matrix._meta(
+        solution=False, grade=True, locked=True, grade_id="zero-check", points=1))
+    _edit_source(tmp_path, lambda nb: nb.cells.append(extra))
+    before, released = db.read_bytes(), matrix.released(tmp_path)
+    assert cli(["release", "--course", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "added zero-check" in err and "--rebuild" in err and "Traceback" not in err
+    assert db.read_bytes() == before and matrix.released(tmp_path) == released  # nothing changed
+
+    assert cli(["release", "--course", str(tmp_path), "--rebuild"]) == 0
+    with course.gradebook() as gb:
+        assert gb.find_assignment(matrix.ASSIGNMENT).max_score == 6
+        assert not gb.find_assignment(matrix.ASSIGNMENT).submissions  # results dropped; submitted files stay
+
+
+def test_a_points_change_by_the_instructor_is_not_tampering():
+    from helpers.grading.status import Evidence, classify
+
+    log = "[AutogradeApp | WARNING] Attribute 'points' for cell total-check has changed! (should be: 4.0, got: 2.0)"
+    got = classify("alice", matrix.ASSIGNMENT, Evidence(exit_code=0, log=log, score=5.0, max_score=5.0))
+    assert got.status == "graded", got

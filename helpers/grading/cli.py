@@ -1,9 +1,11 @@
 """``python -m helpers release|grade|feedback|export``: the instructor's commands (see INSTRUCTORS.md).
 
-    release  [--force]                           regenerate notebooks/ from solutions/; keeps edited notebooks
-    grade    [--assignment A] [--student S] [--jobs N]  grade submitted/, print student x assignment with a status
+    release  [--force] [--rebuild]               regenerate notebooks/ from solutions/; keeps edited notebooks
+    grade    [--assignment A] [--student S] [--jobs N] [--no-sandbox]
+                                                 grade submitted/, print student x assignment with a status
     feedback [--assignment A] [--student S]      HTML feedback in feedback/, hidden tests checked absent
     export   [--to grades.csv]                   one CSV row per student and assignment, status beside score
+    override STUDENT ASSIGNMENT CELL POINTS --why TEXT   a manual score for one grade cell, listed everywhere
 
 Every command takes ``--course DIR`` (default: the folder with nbgrader_config.py,
 from the current one upwards). Exit code: 0 when the command did its job (a
@@ -34,18 +36,30 @@ def _parser() -> argparse.ArgumentParser:
         if name == "grade":
             p.add_argument("--no-progress", action="store_true", help="no progress bar")
             p.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
+            p.add_argument("--no-sandbox", action="store_true",
+                           help="run learner code WITHOUT the bubblewrap sandbox (only for trusted submissions)")
     p = sub.add_parser("export", help="write grades to CSV with a status column")
     p.add_argument("--to", type=Path, default=None, help="CSV path (default: grades.csv in the course folder)")
+    p.add_argument("--course", type=Path)
+    p = sub.add_parser("override", help="give a grade cell of one submission a manual score, with the reason")
+    p.add_argument("student")
+    p.add_argument("assignment")
+    p.add_argument("cell", help="the grade cell's grade_id, e.g. pick-device-check")
+    p.add_argument("points", type=float)
+    p.add_argument("--why", required=True, help="the reason, listed beside the score in the table and the CSV")
     p.add_argument("--course", type=Path)
     p = sub.add_parser("release", help="regenerate notebooks/ from solutions/, never overwriting your edits")
     p.add_argument("assignments", nargs="*", help="only these assignments (default: all)")
     p.add_argument("--force", action="store_true", help="replace edited notebooks after backing each up beside it")
+    p.add_argument("--rebuild", action="store_true",
+                   help="cells added or removed after grading: drop those assignments' results (submissions stay)")
     p.add_argument("--course", type=Path)
     return parser
 
 
 def main(argv: list[str]) -> int:
     """Run one command; ``argv`` is what follows ``python -m helpers``."""
+
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:
@@ -56,9 +70,13 @@ def main(argv: list[str]) -> int:
     root = find_course_root(args.course)
 
     if args.command == "release":
-        from helpers.grading.release import release
+        from helpers.grading.release import ReleaseError, release
 
-        result = release(args.assignments or None, root=root, force=args.force)
+        try:
+            result = release(args.assignments or None, root=root, force=args.force, rebuild=args.rebuild)
+        except ReleaseError as err:
+            print(f"release: {err}", file=sys.stderr)
+            return 1
         for path in result.backups:
             print(f"backed up your edited notebook to {path.relative_to(root)}")
         print(f"release: {len(result.written)} file(s) written to notebooks/")
@@ -67,8 +85,13 @@ def main(argv: list[str]) -> int:
             for path in result.kept:
                 print(f"  {path.relative_to(root)}", file=sys.stderr)
             print("rename or move them to get the new version, or run `python -m helpers release --force`,"
-                  " which backs each one up beside itself first.", file=sys.stderr)
+                  " which backs each one up beside itself first. Nothing was changed (notebooks/, gradebook).",
+                  file=sys.stderr)
             return 1
+        for line in result.dropped:
+            print(f"manual score removed with the old results (re-enter it with `python -m helpers override`): {line}")
+        for name in result.regrade:
+            print(f"{name}: its tests changed after grading; run `python -m helpers grade --assignment {name}`")
         return 0
 
     course = Course(root)
@@ -76,6 +99,11 @@ def main(argv: list[str]) -> int:
         from helpers.grading.grade import grade
         from helpers.grading.report import format_table, rows
 
+        if args.no_sandbox:
+            course.config.GradingLimits.sandbox = False
+        if not course.limits().sandbox:
+            print("warning: the sandbox is off (--no-sandbox or c.GradingLimits.sandbox = False): learner code "
+                  "runs with your rights and can read solutions/ and the gradebook", file=sys.stderr)
         todo = grade(course, args.assignment, args.student, progress=not args.no_progress, jobs=args.jobs)
         if not todo:
             print(f"nothing to grade in {course.submitted_dir} (expected submitted/<student>/<assignment>/)")
@@ -96,6 +124,16 @@ def main(argv: list[str]) -> int:
         if not results:
             print("no graded submissions: run `python -m helpers grade` first")
         return 1 if bad else 0
+
+    if args.command == "override":
+        from helpers.grading.scores import override
+
+        try:
+            print(override(course, args.student, args.assignment, args.cell, args.points, args.why))
+        except ValueError as err:
+            print(f"override: {err}", file=sys.stderr)
+            return 2
+        return 0
 
     if args.command == "export":
         from helpers.grading.report import write_csv

@@ -3,7 +3,8 @@
 nbgrader's ``generate_feedback`` renders the autograded notebook: the learner's
 code, every check cell with its score and its output. ``nbgrader_config.py``
 hides hidden tests (``ClearHiddenTests`` removes their source,
-``HideHiddenTestOutput`` reduces a failed test's traceback to its message).
+``FeedbackOutputs`` keeps of each check only its message, capped, and drops
+every printed output, which a learner's code controls).
 This module then reads every page it produced, as text, and deletes any page
 that still contains a line of a hidden test: a leak becomes an error the
 instructor sees, never a page a learner gets.
@@ -135,7 +136,7 @@ def feedback(course: Course, assignment: str | None = None, student: str | None 
                     results.append(FeedbackResult(
                         o["student"], name, None,
                         f"{page.name} showed a line of a hidden test ({leaks[0]!r}); deleted. Check that "
-                        "nbgrader_config.py still lists HideHiddenTestOutput and ClearHiddenTests in "
+                        "nbgrader_config.py still lists FeedbackOutputs and ClearHiddenTests in "
                         "c.GenerateFeedback.preprocessors and that the test keeps it between "
                         "### BEGIN/END HIDDEN TESTS, then run feedback again"))
                 else:

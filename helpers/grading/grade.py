@@ -21,9 +21,10 @@ import nbformat
 import psutil
 
 from helpers.grading.course import Course
+from helpers.grading.scores import apply_overrides
 from helpers.grading.status import Evidence, Outcome, classify, notebook_findings, tamper_findings
 
-__all__ = ["grade", "grade_one", "register_assignment"]
+__all__ = ["grade", "grade_one", "forget_score", "register_assignment"]
 
 
 def register_assignment(course: Course, assignment: str) -> None:
@@ -60,6 +61,8 @@ def _run_autograde(course: Course, student: str, assignment: str, limit: float, 
         sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student, "--force",
         "--Autograde.create_student=False",
     ]
+    if not course.limits().sandbox:  # the instructor's explicit opt-out (config or --no-sandbox)
+        cmd.append("--GradingLimits.sandbox=False")
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
@@ -69,6 +72,16 @@ def _run_autograde(course: Course, student: str, assignment: str, limit: float, 
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
             return None, limit
+
+
+def _no_nbgrader_cells(name: str, nb) -> str:
+    """A notebook with no nbgrader metadata in any cell (work copied into a new notebook): nbgrader
+    cannot put the tests back (it raises a KeyError), so it is not run; say what to do instead."""
+    if any(c.get("metadata", {}).get("nbgrader") for c in nb.cells):
+        return ""
+    return (f"{name}.ipynb has no nbgrader cell at all (the work was copied into a new notebook, or every "
+            "cell's metadata was removed): nothing can tell its answers from its tests. Ask the learner to "
+            f"paste the answers into the released {name}.ipynb, or do it yourself, and grade again")
 
 
 def _read_notebooks(folder: Path, names: list[str]) -> tuple[dict, list[str]]:
@@ -89,13 +102,19 @@ def _read_notebooks(folder: Path, names: list[str]) -> tuple[dict, list[str]]:
             kind = "not valid JSON" if "json" in type(err).__name__.lower() or "Expecting" in str(err) else "not a valid notebook"
             problems.append(f"{path.name} is {kind} ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
             nbs.pop(name, None)
+            continue
+        stripped = _no_nbgrader_cells(name, nbs[name])
+        if stripped:
+            problems.append(stripped)
+            nbs.pop(name)
     return nbs, problems
 
 
 def grade_one(course: Course, student: str, assignment: str, roster: list[str], known: list[str]) -> Outcome:
     """Grade one submission and store its outcome."""
     limits = course.limits()
-    ev = Evidence(cell_timeout=course.cell_timeout, memory_mb=limits.memory_mb or None)
+    ev = Evidence(cell_timeout=course.cell_timeout, grade_cell_timeout=limits.grade_cell_timeout or None,
+                  memory_mb=limits.memory_mb or None)
     if assignment not in known:
         ev.unknown.append(
             f"the course has no assignment {assignment!r} (not in the gradebook or {course.source_dir.name}/); "
@@ -132,14 +151,45 @@ def grade_one(course: Course, student: str, assignment: str, roster: list[str], 
                         notebook_findings(nbformat.read(str(path), as_version=4), ev)
             if ev.exit_code == 0 and ev.killed_after is None:
                 with course.gradebook() as gb:
+                    ev.notes += apply_overrides(course, gb, student, assignment)
                     sub = gb.find_submission(assignment, student)
                     ev.score, ev.max_score = float(sub.score), float(sub.max_score)
             else:
                 with course.gradebook() as gb:
                     ev.max_score = float(gb.find_assignment(assignment).max_score)
     outcome = classify(student, assignment, ev)
+    if outcome.score is None and not ev.unknown:
+        forget_score(course, student, assignment)
     course.save_outcome(outcome)
     return outcome
+
+
+def forget_score(course: Course, student: str, assignment: str) -> None:
+    """A run with no score replaces any earlier one everywhere: the gradebook (so ``nbgrader export``
+    and formgrader no longer show the old score) and the autograded notebook (so no feedback uses it)."""
+    shutil.rmtree(course.autograded_dir / student / assignment, ignore_errors=True)
+    for attempt in range(5):  # another grading process may hold the gradebook for a moment
+        try:
+            with course.gradebook() as gb:
+                try:
+                    gb.find_submission(assignment, student)
+                except Exception:  # noqa: BLE001 - nbgrader's MissingEntry: nothing stored, nothing to forget
+                    return
+                gb.remove_submission(assignment, student)
+            return
+        except Exception as err:  # noqa: BLE001 - sqlite "database is locked"
+            if "locked" not in str(err) or attempt == 4:
+                raise
+            time.sleep(1 + attempt)
+
+
+def require_sandbox(course: Course) -> None:
+    """Stop before grading anything when the configuration asks for the sandbox and none can run here."""
+    from helpers.grading.sandbox import INSTALL_HINT, sandbox_problem
+
+    if course.limits().sandbox and sandbox_problem():
+        raise SystemExit(f"grading stopped: {sandbox_problem()}, and learner code only runs in the sandbox "
+                         f"(helpers/grading/sandbox.py). To fix: {INSTALL_HINT}.")
 
 
 def grade(
@@ -155,6 +205,8 @@ def grade(
     from tqdm.auto import tqdm
 
     todo = course.submissions(assignment, student)
+    if todo:
+        require_sandbox(course)
     known = set(course.graded_assignments())
     for name in sorted({a for _, a in todo} - known):
         if name in course.source_assignments():

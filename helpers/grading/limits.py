@@ -1,6 +1,6 @@
 """Limits on one submission while it is graded, so one learner cannot stall or break a class.
 
-Four caps, all set in ``nbgrader_config.py``:
+The caps, all set in ``nbgrader_config.py``:
 
 =====================  ===========================================  ==================================
 cap                    setting                                      enforced by
@@ -12,6 +12,9 @@ memory of the kernel   ``c.GradingLimits.memory_mb``                ``RLIMIT_DAT
                                                                     an allocation past it raises MemoryError
 output per cell        ``c.GradingLimits.output_kb``                ``LimitedExecute``: output past it is
                                                                     dropped while it arrives, never stored
+time per grade cell    ``c.GradingLimits.grade_cell_timeout`` (s)   ``LimitedExecute`` (the lower of it and
+                                                                    ``c.Execute.timeout``)
+sandbox                ``c.GradingLimits.sandbox``                  ``CappedKernelManager`` (bubblewrap)
 =====================  ===========================================  ==================================
 
 Why ``RLIMIT_DATA`` and not ``RLIMIT_AS``: the address-space limit also counts
@@ -28,20 +31,21 @@ been held in the grader's memory.
 
 from __future__ import annotations
 
-import json
+import subprocess
 import sys
 
-from jupyter_client.manager import AsyncKernelManager
-from nbformat.v4 import new_output
-from traitlets import Integer
-from traitlets.config import Configurable
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
-from nbgrader.preprocessors import Execute
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Bool, Integer, Unicode
+from traitlets.config import Configurable
 
 __all__ = [
     "GradingLimits",
     "CappedKernelManager",
-    "LimitedExecute",
     "OUTPUT_CUT_MARK",
     "memory_cap_supported",
 ]
@@ -60,6 +64,17 @@ class GradingLimits(Configurable):
     output_kb = Integer(256, help="Output one cell may produce, in KiB; the rest is dropped (0: no cap).").tag(
         config=True
     )
+    grade_cell_timeout = Integer(
+        20, help="Seconds one grade cell may run (at most c.Execute.timeout): bounds a looping answer called by "
+                 "every check to (grade cells) x this."
+    ).tag(config=True)
+    sandbox = Bool(
+        True, help="Run the learner's kernel in the bubblewrap sandbox (helpers/grading/sandbox.py); grading "
+                   "stops with a message where none is available. False only where every submission is trusted."
+    ).tag(config=True)
+    feedback_message_chars = Integer(
+        300, help="Characters of a check's message shown in feedback (the rest is cut)."
+    ).tag(config=True)
 
 
 def memory_cap_supported() -> bool:
@@ -75,74 +90,63 @@ def _cap_memory(limit_bytes: int) -> None:
 
 
 class CappedKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernels cannot allocate more than ``memory_mb``."""
+    """A kernel manager whose kernels cannot allocate more than ``memory_mb`` and run in the sandbox.
+
+    With ``sandboxed`` the kernel runs under bubblewrap (``helpers.grading.sandbox``)
+    in a scratch folder of its own, which also holds its connection file and
+    sockets, and is deleted with the kernel.
+    """
 
     memory_mb = Integer(0, help="Memory cap of the kernel in MiB (0: none).").tag(config=True)
+    sandboxed = Bool(False, help="Run the kernel under bubblewrap.").tag(config=True)
+    course_root = Unicode("", help="The course folder the sandbox must hide.").tag(config=True)
+    scratch = Unicode("", help="The kernel's scratch folder (set when sandboxed).")
+
+    def use_sandbox(self) -> None:
+        """Give the kernel a scratch folder, with the connection over Unix sockets inside it."""
+        self.sandboxed = True
+        self.scratch = tempfile.mkdtemp(prefix="grading-kernel-")
+        self.transport = "ipc"
+        self.ip = os.path.join(self.scratch, "kernel")
+        self.connection_file = os.path.join(self.scratch, "kernel.json")
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         if self.memory_mb > 0 and memory_cap_supported():
             limit = self.memory_mb * 2**20
             kw["preexec_fn"] = lambda: _cap_memory(limit)
+        if self.sandboxed:
+            from helpers.grading.sandbox import bwrap_command
+
+            scratch = Path(self.scratch)
+            _copy_folder(Path(kw.get("cwd") or os.getcwd()), scratch / "work")
+            kernel_cmd = bwrap_command(list(kernel_cmd), scratch, Path(self.course_root or os.getcwd()),
+                                       dict(kw.get("env") or {}))
+            kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            kw["cwd"] = str(scratch)
+            if hasattr(sys.stderr, "fileno") and _isatty(sys.stderr):  # no terminal inside (TIOCSTI)
+                kw["stdout"] = kw["stderr"] = subprocess.DEVNULL
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self.scratch and not restart:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
-def _size(msg) -> int:
-    """Bytes an output message would add to the notebook (close enough to count a flood)."""
-    content = msg.get("content", {})
-    if msg.get("msg_type") == "stream":
-        return len(content.get("text", ""))
-    return len(json.dumps(content.get("data", content), default=str))
+    cleanup_resources = _async_cleanup_resources
 
 
-class LimitedExecute(Execute):
-    """nbgrader's ``Execute`` with the memory and output caps of ``GradingLimits``.
+def _isatty(stream) -> bool:
+    try:
+        return os.isatty(stream.fileno())
+    except (OSError, ValueError):
+        return False
 
-    Error outputs are always kept (shortened if huge): they are the evidence of
-    what happened to the cell.
-    """
 
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("kernel_manager_class", CappedKernelManager)
-        super().__init__(*args, **kwargs)
-        self.limits = GradingLimits(config=self.config)
-        self._emitted: dict[int, int] = {}
-
-    def create_kernel_manager(self):
-        km = super().create_kernel_manager()
-        if isinstance(km, CappedKernelManager):
-            km.memory_mb = self.limits.memory_mb
-        return km
-
-    def preprocess(self, nb, resources=None, km=None):
-        self._emitted = {}  # counts are per notebook: cell indices repeat across notebooks
-        return super().preprocess(nb, resources, km=km)
-
-    def output(self, outs, msg, display_id, cell_index):
-        cap = self.limits.output_kb * 1024
-        if cap <= 0:
-            return super().output(outs, msg, display_id, cell_index)
-        if msg.get("msg_type") == "error":
-            content = msg["content"]
-            content["evalue"] = content.get("evalue", "")[:cap]
-            content["traceback"] = [line[:cap] for line in content.get("traceback", [])[:200]]
-            return super().output(outs, msg, display_id, cell_index)
-        used = self._emitted.get(cell_index, 0)
-        size = _size(msg)
-        self._emitted[cell_index] = used + size
-        if used + size <= cap:
-            return super().output(outs, msg, display_id, cell_index)
-        if used <= cap:  # first output past the cap: keep what fits, say so, once
-            if msg.get("msg_type") == "stream" and used < cap:
-                msg["content"]["text"] = msg["content"]["text"][: cap - used]
-                super().output(outs, msg, display_id, cell_index)
-            # Not a stream output: nbgrader's LimitOutput runs after this and drops every stream
-            # output past its first 1000 lines, so after a flood of short lines a stream note
-            # vanished and nobody learned that output was cut. It keeps other outputs.
-            note = new_output(
-                "display_data",
-                data={"text/plain": f"{OUTPUT_CUT_MARK}: this cell printed more than {self.limits.output_kb} KiB;"
-                                    " the rest is not kept]"},
-            )
-            outs.append(note)
-            return note
-        return None
+def _copy_folder(src: Path, dest: Path, max_bytes: int = 64 * 2**20) -> None:
+    """The learner's own files (the submission folder, as nbgrader copied it) into the scratch folder."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir():
+        return
+    for item in src.iterdir():
+        if item.is_file() and not item.is_symlink() and item.stat().st_size <= max_bytes:
+            shutil.copy2(item, dest / item.name)

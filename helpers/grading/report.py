@@ -1,9 +1,20 @@
 """The grades of a class: a student x assignment table for the terminal, and a CSV with a status column.
 
-Both read the stored outcomes (``helpers.grading.course``), never nbgrader's
-raw score alone: a run that crashed, timed out or could not be read has no
-score, so it can never look like a plain 0. Rows: every student on the roster
-or with a submission, times every assignment in the gradebook or submitted.
+The status and its detail come from the stored outcomes (``helpers.grading.status``);
+the score comes from nbgrader's gradebook, read now (``helpers.grading.scores``),
+so a manual score entered in formgrader or with ``python -m helpers override``
+counts here exactly as in ``nbgrader export``, and is listed in the detail. A
+run that crashed, timed out or could not be read has no score (and ``grade``
+removed any old one from the gradebook), so it can never look like a plain 0.
+Rows: every student on the roster or with a submission, times every
+assignment in the gradebook or submitted.
+
+CSV columns: the student, the assignment, score, max_score, status, detail,
+the submission's ``timestamp`` (nbgrader's ``timestamp.txt``), ``due`` and
+``late`` (``c.Deadlines.due``: assignment -> "YYYY-MM-DD HH:MM:SS UTC"; else
+the gradebook's due date, ``nbgrader db assignment add A --duedate``), then one
+column per grade cell of every assignment (its points; empty for another
+assignment's row or a run with no score).
 """
 
 from __future__ import annotations
@@ -11,12 +22,68 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from traitlets import Dict
+from traitlets.config import Configurable
+
 from helpers.grading.course import Course
+from helpers.grading.scores import submission_scores
 from helpers.grading.status import MISSING, NOT_GRADED
 
-__all__ = ["CSV_COLUMNS", "rows", "format_table", "write_csv"]
+__all__ = ["CSV_COLUMNS", "Deadlines", "rows", "format_table", "write_csv"]
 
-CSV_COLUMNS = ["student_id", "first_name", "last_name", "assignment", "score", "max_score", "status", "detail"]
+CSV_COLUMNS = ["student_id", "first_name", "last_name", "assignment", "score", "max_score", "status", "detail",
+               "timestamp", "due", "late"]
+
+
+class Deadlines(Configurable):
+    """Due dates for the CSV's ``late`` column (``c.Deadlines.due`` in nbgrader_config.py)."""
+
+    due = Dict(help='assignment -> due date, e.g. {"02_devices": "2026-12-14 23:59:00 UTC"}').tag(config=True)
+
+
+def _timestamp(course: Course, student: str, assignment: str):
+    """When the learner handed it in (``submitted/<student>/<assignment>/timestamp.txt``), or None."""
+    from nbgrader.utils import parse_utc
+
+    path = course.submitted_dir / student / assignment / "timestamp.txt"
+    try:
+        return parse_utc(path.read_text().strip()) if path.is_file() else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def _due_dates(course: Course, gb) -> dict:
+    from nbgrader.utils import parse_utc
+
+    dates = {a.name: a.duedate for a in gb.assignments if a.duedate}
+    for name, text in Deadlines(config=course.config).due.items():
+        dates[name] = parse_utc(text)
+    return dates
+
+
+def _fmt(when) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else ""
+
+
+def _record(course, gb, stored, submitted, people, in_gradebook, sid, name) -> dict | None:
+    rec = stored.get(f"{sid}/{name}")
+    if rec is None:
+        if (sid, name) in submitted:
+            return {"status": NOT_GRADED, "score": None, "max_score": None, "detail": "submitted; run grade"}
+        if sid in people and name in in_gradebook:
+            return {"status": MISSING, "score": None, "max_score": None, "detail": "nothing submitted"}
+        return None
+    rec = dict(rec, cells={})
+    if rec["score"] is not None:
+        live = submission_scores(gb, course, name, sid)
+        if live is None:
+            rec.update(score=None, max_score=None, status=NOT_GRADED,
+                       detail="its score was removed from the gradebook; run grade again")
+        else:
+            rec.update(score=live.score, max_score=live.max_score, cells=live.cells)
+            if live.manual:
+                rec["detail"] = "; ".join([d for d in [rec["detail"]] if d] + ["manual: " + ", ".join(live.manual)])
+    return rec
 
 
 def rows(course: Course, assignment: str | None = None, student: str | None = None) -> list[dict]:
@@ -25,35 +92,34 @@ def rows(course: Course, assignment: str | None = None, student: str | None = No
     submitted = set(course.submissions())
     with course.gradebook() as gb:
         people = {s.id: (s.first_name or "", s.last_name or "") for s in gb.students}
-        assignments = {a.name for a in gb.assignments}
-    in_gradebook = set(assignments)
-    students = set(people) | {s for s, _ in submitted} | {r["student"] for r in stored.values()}
-    assignments |= {a for _, a in submitted} | {r["assignment"] for r in stored.values()}
-    table = []
-    for sid in sorted(students):
-        for name in sorted(assignments):
-            if (assignment and name != assignment) or (student and sid != student):
-                continue
-            rec = stored.get(f"{sid}/{name}")
-            if rec is None:
-                if (sid, name) in submitted:
-                    rec = {"status": NOT_GRADED, "score": None, "max_score": None, "detail": "submitted; run grade"}
-                elif sid in people and name in in_gradebook:
-                    rec = {"status": MISSING, "score": None, "max_score": None, "detail": "nothing submitted"}
-                else:
+        in_gradebook = {a.name for a in gb.assignments}
+        due = _due_dates(course, gb)
+        students = set(people) | {s for s, _ in submitted} | {r["student"] for r in stored.values()}
+        assignments = in_gradebook | {a for _, a in submitted} | {r["assignment"] for r in stored.values()}
+        table = []
+        for sid in sorted(students):
+            for name in sorted(assignments):
+                if (assignment and name != assignment) or (student and sid != student):
                     continue
-            first, last = people.get(sid, ("", ""))
-            table.append({
-                "student_id": sid, "first_name": first, "last_name": last, "assignment": name,
-                "score": rec["score"], "max_score": rec["max_score"], "status": rec["status"], "detail": rec["detail"],
-            })
+                rec = _record(course, gb, stored, submitted, people, in_gradebook, sid, name)
+                if rec is None:
+                    continue
+                when = _timestamp(course, sid, name) if (sid, name) in submitted else None
+                first, last = people.get(sid, ("", ""))
+                late = "" if when is None or name not in due else ("yes" if when > due[name] else "no")
+                table.append({
+                    "student_id": sid, "first_name": first, "last_name": last, "assignment": name,
+                    "score": rec["score"], "max_score": rec["max_score"], "status": rec["status"],
+                    "detail": rec["detail"], "timestamp": _fmt(when), "due": _fmt(due.get(name)), "late": late,
+                    "cells": rec.get("cells", {}),
+                })
     return table
 
 
 def _cell(row: dict) -> str:
     if row["score"] is None:
         return row["status"]
-    return f"{row['score']:g}/{row['max_score']:g} {row['status']}"
+    return f"{row['score']:g}/{row['max_score']:g} {row['status']}" + (" late" if row["late"] == "yes" else "")
 
 
 def format_table(table: list[dict]) -> str:
@@ -76,12 +142,25 @@ def format_table(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def exercise_columns(course: Course) -> list[str]:
+    """Every grade cell of every assignment in the gradebook, in notebook order (grade ids are unique)."""
+    names: list[str] = []
+    with course.gradebook() as gb:
+        for a in sorted(gb.assignments, key=lambda a: a.name):
+            for nb in a.notebooks:
+                names += [c.name for c in sorted(nb.grade_cells, key=lambda c: c.id)]
+    return list(dict.fromkeys(names))
+
+
 def write_csv(course: Course, path: Path) -> int:
     """Write every row to ``path`` (replaced, never appended); return the number of rows."""
     table = rows(course)
+    exercises = exercise_columns(course)
     with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + exercises)
         writer.writeheader()
         for row in table:
-            writer.writerow({k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS})
+            values = {k: ("" if row[k] is None else row[k]) for k in CSV_COLUMNS}
+            values.update({c: "" if row["cells"].get(c) is None else row["cells"][c] for c in exercises})
+            writer.writerow(values)
     return len(table)

@@ -8,26 +8,30 @@ status      evidence that sets it                                               
 ==========  ===================================================================  ==========
 unknown     the assignment is not in the gradebook or ``solutions/``, or the     none
             student is not on the gradebook's roster (nbgrader is not run)
-unreadable  a notebook of the submission is missing, is not JSON, or is not a    none
-            valid notebook (``nbformat.read`` fails; nbgrader is not run)
-crashed     nbgrader exited non-zero for any reason but a timeout (its log        none, or the
-            says which: "Kernel died", an exception), or a cell's output is a    score when the
-            MemoryError / "can't allocate memory" (the memory cap held it)       run finished
+unreadable  a notebook of the submission is missing, is not JSON, is not a    none
+            valid notebook (``nbformat.read`` fails), or has no nbgrader cell
+            at all (nbgrader is not run)
+crashed     nbgrader exited non-zero for any reason but a timeout (its log       none, or the
+            says which), a cell killed the kernel (``KernelDiedInThisCell``:     score when the
+            skipped, the rest graded), or a cell's output is a MemoryError /     run finished
+            "can't allocate memory" (the memory cap held it)
 timed out   the whole-submission cap killed the run (``notebook_timeout``), or  none, or the
-            a cell hit ``c.Execute.timeout`` (log "Timeout waiting for execute   score when the
-            reply", a ``CellTimeoutError`` output)                               run finished
+            a cell hit its limit (``c.Execute.timeout``, or                      score when the
+            ``c.GradingLimits.grade_cell_timeout`` for a grade cell): a          run finished
+            ``CellTimeoutError`` output (interrupted), or ``InterruptIgnored``
+            (it ignored the interrupt: skipped, the rest graded)
 tampered    a locked cell is missing from the submission or lost its nbgrader   the score of
-            metadata (nbgrader log "Missing grade cell ... adding"), or its      the restored
-            source differs from the released one *and* from the checksum it was  tests
-            released with, or nbgrader reports a changed ``points``,
-            ``locked`` or ``cell_type``. nbgrader put the original back and
-            graded it
+            metadata, or its source differs from the released one *and* from    the restored
+            the checksum it was released with. nbgrader put the original back   tests
+            and graded it. (A changed ``points`` is not evidence: nbgrader logs
+            the same for an instructor's change, and puts the points back.)
 wrong       the run finished and the gradebook's score is below the maximum     the score
 graded      the run finished and the score is the maximum                        the score
 ==========  ===================================================================  ==========
 
 A score is only ever taken from the gradebook after a run that finished (exit
-code 0): a run that crashed or was killed has no score, never a plain 0.
+code 0): a run that crashed or was killed has no score, never a plain 0, and
+``grade`` removes any older score of it from the gradebook.
 
 Two statuses are not outcomes of grading but appear in tables and the CSV:
 ``missing`` (on the roster, nothing submitted) and ``not graded`` (submitted,
@@ -48,6 +52,8 @@ from dataclasses import asdict, dataclass, field
 
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests
+
+from helpers.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED
 
 __all__ = [
     "STATUSES",
@@ -81,7 +87,9 @@ class Evidence:
     score: float | None = None
     max_score: float | None = None
     cell_timeout: float | None = None
+    grade_cell_timeout: float | None = None
     memory_mb: int | None = None
+    notes: list[str] = field(default_factory=list)  # said in the detail, change no status
 
 
 @dataclass
@@ -136,41 +144,50 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     notes: list[str] = []
     status = None
 
-    # crashed: the kernel died, nbgrader failed, or the memory cap stopped a cell
-    memory = [c for c, ename, evalue in ev.cell_errors if ename == "MemoryError" or any(t in evalue.lower() for t in MEMORY_TEXTS)]
-    if ev.killed_after is None and ev.exit_code not in (0, None) and not logged["iopub"]:
+    # crashed: nbgrader failed, a cell killed the kernel (skipped, the rest graded), or the memory cap held a cell
+    if ev.killed_after is None and ev.exit_code not in (0, None):
         status = "crashed"
         if logged["dead"]:
-            notes.append("the kernel died (the notebook exited or was killed); the run did not finish")
+            notes.append("the kernel died and could not be brought back; the run did not finish")
         else:
             last = logged["errors"][-1] if logged["errors"] else f"nbgrader exited with code {ev.exit_code}"
             notes.append(f"grading failed: {last[:300]}")
+    died = _cells_with(ev, KERNEL_DIED)
+    if died:
+        status = status or "crashed"
+        notes.append(f"the kernel died in {died} (os._exit, a signal or a crash): {_skipped(died)}")
+    memory = [c for c, ename, evalue in ev.cell_errors if ename == "MemoryError" or any(t in evalue.lower() for t in MEMORY_TEXTS)]
     if memory:
         status = status or "crashed"
         cap = f" ({ev.memory_mb} MiB)" if ev.memory_mb else ""
         notes.append(f"hit the memory cap{cap} in {', '.join(memory)}" + ("; the rest was graded" if finished else ""))
 
-    # timed out: the whole submission, or one cell
+    # timed out: the whole submission, or one cell (interrupted, or ignoring the interrupt and skipped)
     if ev.killed_after is not None:
         status = status or "timed out"
         notes.append(f"the whole submission ran past {ev.killed_after:.0f} s and was stopped; no score")
-    timed_cells = [c for c, ename, _ in ev.cell_errors if ename in ("CellTimeoutError", "TimeoutError")]
-    if logged["cell_timeout"] or timed_cells or logged["iopub"]:
+    limit = _limits_text(ev)
+    ignored = _cells_with(ev, INTERRUPT_IGNORED)
+    if ignored:
         status = status or "timed out"
-        limit = f" {ev.cell_timeout:g} s" if ev.cell_timeout else ""
-        where = f" in {', '.join(timed_cells)}" if timed_cells else ""
-        if logged["iopub"] and not finished:
-            notes.append(f"a cell ran past the{limit} limit{where} and ignored the interrupt; no score")
-        else:
-            notes.append(f"a cell ran past the{limit} limit{where} and was interrupted; the rest was graded")
+        notes.append(f"{ignored} ran past {limit} and ignored the interrupt: {_skipped(ignored)}")
+    timed = _cells_with(ev, "CellTimeoutError", "TimeoutError")
+    if timed or (logged["cell_timeout"] and not ignored):
+        status = status or "timed out"
+        where = f"{timed} ran" if timed else "a cell ran"
+        tail = "; the rest was graded" if finished else ""
+        notes.append(f"{where} past {limit} and was interrupted{tail}")
 
-    tampered = list(ev.tampered) + [a for a in logged["attribute"] if a not in ev.tampered]
+    # nbgrader's "Attribute 'points' ... has changed" is no evidence: it also fires for every learner after the
+    # instructor changed a check's points, and nbgrader puts the gradebook's points back either way.
+    tampered = list(ev.tampered)
     if tampered:
         status = status or "tampered"
         notes.extend(tampered)
 
     if ev.output_cut:
         notes.append(f"output cut at the cap in {', '.join(ev.output_cut)}")
+    notes.extend(ev.notes)
 
     if status is None:
         if not finished or score is None or ev.max_score is None:
@@ -181,6 +198,22 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
         else:
             status = "graded"
     return outcome(status, score, notes)
+
+
+def _cells_with(ev: Evidence, *enames: str) -> str:
+    """The cells whose error is one of ``enames``, as text ("" when none)."""
+    return ", ".join(dict.fromkeys(c for c, ename, _ in ev.cell_errors if ename in enames))
+
+
+def _skipped(cells: str) -> str:
+    which = "those cells were" if ", " in cells else "that cell was"
+    return f"{which} skipped (earning nothing; checks that need them fail) and everything else was graded"
+
+
+def _limits_text(ev: Evidence) -> str:
+    if ev.grade_cell_timeout and ev.cell_timeout and ev.grade_cell_timeout < ev.cell_timeout:
+        return f"the time limit ({ev.grade_cell_timeout:g} s for a grade cell, {ev.cell_timeout:g} s for others)"
+    return f"the {ev.cell_timeout:g} s limit" if ev.cell_timeout else "the time limit"
 
 
 def _cell_name(cell, index: int) -> str:

@@ -27,12 +27,29 @@ stripped_meta        solved, ``total-check``'s nbgrader          tampered     3
                      metadata removed (restored)
 infinite_loop        ``while True: pass`` in ``square``          timed out    2
                      (cell interrupted; ``total`` still graded)
-swallow_interrupt    a loop that catches KeyboardInterrupt       timed out    none
+swallow_interrupt    a loop that catches KeyboardInterrupt       timed out    2
+                     (that cell skipped, the rest graded)
+hang_in_check        ``total`` ignores the interrupt when a      timed out    1
+                     check calls it (that check skipped)
+killed_in_check      ``square`` SIGKILLs its kernel when a       crashed      2
+                     check calls it (that check skipped)
 memory_bomb          allocates until it fails; held by the       crashed      2
                      memory cap (MemoryError), rest graded
 output_flood         prints ~20 MB in 10 million short lines,     graded       3
                      then solves; held by the output cap
-dies                 ``os._exit(1)``: the kernel dies            crashed      none
+dies                 ``os._exit(1)`` in ``square``: the kernel   crashed      2
+                     dies (that cell skipped, the rest graded)
+snoop                solved, and first tries to read the         graded       3
+                     solutions, gradebook, outcomes, feedback,
+                     another submission, to write beside them,
+                     and to reach the network: all refused
+rot13_leak           solved, but ``square`` prints the calling   graded       3
+                     check's source rot13-encoded (feedback
+                     shows none of it)
+long_message         ``total`` raises an error with a 5000-char  wrong        1
+                     message (feedback shows it cut)
+all_stripped         nbgrader metadata removed from every cell   unreadable   none
+                     (work copied into a new notebook)
 bad_json             not JSON at all                             unreadable   none
 unknown_student      a student not on the roster                 unknown      none
 ===================  ==========================================  ===========  ======
@@ -59,6 +76,8 @@ MAX_SCORE = 3.0
 LIMITS = """
 # --- test course: short limits ---
 c.Execute.timeout = 5
+c.GradingLimits.grade_cell_timeout = 3
+c.Deadlines.due = {"01_tiny": "2025-01-15 09:30:00 UTC"}
 c.GradingLimits.notebook_timeout = 40
 c.GradingLimits.memory_mb = 1024
 c.GradingLimits.output_kb = 64
@@ -182,6 +201,82 @@ def dies(nb):
     return _solve(nb, square="import os\nos._exit(1)\n")
 
 
+#: The course folder of the test (set by ``make_course``): a hostile learner may know the grader's paths.
+COURSE_ROOT: Path | None = None
+REPO = Path(__file__).resolve().parents[2]  # this repository: its solutions/ must be out of reach too
+SNOOP_MARK = "SNOOP-RESULT"
+
+SNOOP = """import os, socket
+root = {root!r}
+repo = {repo!r}
+targets = [repo + '/solutions', repo + '/tests/submissions', root + '/solutions/01_tiny/01_tiny.ipynb', root + '/gradebook.db', root + '/autograded/.grading/outcomes.json',
+           root + '/submitted/solved/01_tiny/01_tiny.ipynb', root + '/feedback', root, '../../../solutions/01_tiny/01_tiny.ipynb']
+for path in targets:
+    try:
+        found = os.listdir(path) if os.path.isdir(path) else open(path, 'rb').read(50)
+        print('{mark} LEAK read', path, str(found)[:60])
+    except OSError as err:
+        print('{mark} blocked read', path, type(err).__name__)
+for path in [root + '/solutions/01_tiny/pwned.txt', root + '/pwned.txt', root + '/autograded/pwned.txt',
+             repo + '/helpers/pwned.txt']:
+    try:
+        open(path, 'w').write('pwned')
+        print('{mark} LEAK write', path)
+    except OSError as err:
+        print('{mark} blocked write', path, type(err).__name__)
+for host in [('1.1.1.1', 53), ('127.0.0.1', 22)]:
+    try:
+        socket.create_connection(host, timeout=2).close()
+        print('{mark} LEAK network', host)
+    except OSError as err:
+        print('{mark} blocked network', host, type(err).__name__)
+open('scratch.txt', 'w').write('a learner may write in its own folder')
+print('{mark} wrote scratch', os.path.exists('scratch.txt'))
+
+def square(x):
+    return x * x
+"""
+
+
+def snoop(nb):
+    return _solve(nb, square=SNOOP.format(root=str(COURSE_ROOT), repo=str(REPO), mark=SNOOP_MARK))
+
+
+ROT13 = """import codecs, linecache, sys
+
+def square(x):
+    caller = sys._getframe(1)
+    source = ''.join(linecache.getlines(caller.f_code.co_filename)) or str(caller.f_globals.get('In', ''))
+    print(codecs.encode(source, 'rot13'))
+    return x * x
+"""
+
+
+def rot13_leak(nb):
+    return _solve(nb, square=ROT13)
+
+
+def long_message(nb):
+    return _solve(nb, total="def total(xs):\n    raise ValueError('A' * 5000)\n")
+
+
+def hang_in_check(nb):
+    hang = ("import time\n\ndef total(xs):\n    while True:\n        try:\n            time.sleep(0.2)\n"
+            "        except KeyboardInterrupt:\n            pass\n")
+    return _solve(nb, total=hang)
+
+
+def killed_in_check(nb):
+    return _solve(nb, square="import os, signal\n\ndef square(x):\n    os.kill(os.getpid(), signal.SIGKILL)\n")
+
+
+def all_stripped(nb):
+    nb = solved(nb)
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+    return nb
+
+
 def bad_json(nb):
     return b'{"cells": [ this is not json'
 
@@ -194,7 +289,8 @@ CASES = {
     f.__name__: f
     for f in (
         solved, blank, wrong, different, assert_true, deleted_test, stripped_meta, infinite_loop,
-        swallow_interrupt, memory_bomb, output_flood, dies, bad_json, unknown_student,
+        swallow_interrupt, hang_in_check, killed_in_check, memory_bomb, output_flood, dies, snoop, rot13_leak,
+        long_message, all_stripped, bad_json, unknown_student,
     )
 }
 
@@ -208,10 +304,16 @@ OUTCOMES = {
     "deleted_test": ("tampered", 3.0, "total-check"),
     "stripped_meta": ("tampered", 3.0, "total-check"),
     "infinite_loop": ("timed out", 2.0, "5 s"),
-    "swallow_interrupt": ("timed out", None, ""),
+    "swallow_interrupt": ("timed out", 2.0, "`square` ran past the time limit"),
+    "hang_in_check": ("timed out", 1.0, "`total-check` ran past the time limit (3 s for a grade cell"),
+    "killed_in_check": ("crashed", 2.0, "the kernel died in `square-check`"),
     "memory_bomb": ("crashed", 2.0, "memory"),
     "output_flood": ("graded", 3.0, "output"),
-    "dies": ("crashed", None, "kernel died"),
+    "dies": ("crashed", 2.0, "the kernel died in `square`"),
+    "snoop": ("graded", 3.0, ""),
+    "rot13_leak": ("graded", 3.0, ""),
+    "long_message": ("wrong", 1.0, ""),
+    "all_stripped": ("unreadable", None, "no nbgrader cell at all"),
     "bad_json": ("unreadable", None, "json"),
     "unknown_student": ("unknown", None, "roster"),
 }
@@ -220,7 +322,8 @@ OUTCOMES = {
 ROSTER = [name for name in CASES if name != "unknown_student"] + ["bystander", "renamed"]
 
 
-def write_submission(course: Path, student: str, assignment: str, content) -> Path:
+def write_submission(course: Path, student: str, assignment: str, content,
+                     timestamp: str = "2025-01-15 10:00:00.000000 UTC") -> Path:
     """Put a learner's notebook where ``nbgrader collect`` would: submitted/<student>/<assignment>/."""
     folder = course / "submitted" / student / assignment
     folder.mkdir(parents=True, exist_ok=True)
@@ -229,7 +332,7 @@ def write_submission(course: Path, student: str, assignment: str, content) -> Pa
         path.write_bytes(content)
     else:
         nbformat.write(content, str(path))
-    (folder / "timestamp.txt").write_text("2025-01-15 10:00:00.000000 UTC")
+    (folder / "timestamp.txt").write_text(timestamp)
     return path
 
 
@@ -239,6 +342,8 @@ def released(course: Path) -> nbformat.NotebookNode:
 
 def make_course(course: Path, repo_config: Path) -> None:
     """The course folder: config (the repo's plus ``LIMITS``), the source notebook."""
+    global COURSE_ROOT
+    COURSE_ROOT = Path(course).resolve()
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(repo_config.read_text() + LIMITS)
     src = course / "solutions" / ASSIGNMENT
