@@ -33,6 +33,8 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "training_memory": {"helpers.memory:estimate_anatomy": "used from chapter 05 on"},
     "amp_train_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
     "amp_clip_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
+    "loader_for": {"helpers.dataloader:make_loader": "used in chapter 04 after this exercise"},
+    "seed_numpy_worker": {"helpers.dataloader:seed_worker": "used in chapter 04 after this exercise"},
 }
 
 
