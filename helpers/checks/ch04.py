@@ -78,7 +78,7 @@ def check_loader_pinning(fn: Callable[..., Any], machine: FakeMachine, device: A
     Only the loader's settings are read: a fake machine cannot pin pages.
     """
     with _quiet(), machine.active():
-        loader = _build(fn, TensorDataset(torch.arange(8)), device, 4, 0, 0)
+        loader = _build(fn, TensorDataset(torch.arange(8)), device, 4, 2, 0)  # workers: only pinning is graded here
     where = f"on a machine with {machine.cuda} CUDA GPU(s){' and MPS' if machine.mps else ''}"
     if expected:
         check(loader.pin_memory is True, f"loader_for(..., device={device!r}) {where} left pin_memory="
@@ -98,14 +98,14 @@ def check_loader_workers(fn: Callable[..., Any], num_workers: int) -> None:
     check(loader.num_workers == num_workers, f"loader_for(..., num_workers={num_workers}) made a loader with "
           f"num_workers={loader.num_workers}: pass the count you were given.")
     if num_workers:
-        check(loader.persistent_workers is True, f"with num_workers={num_workers} the loader has persistent_workers="
+        check(loader.persistent_workers is True, f"loader_for(..., num_workers={num_workers}) made a loader with persistent_workers="
               f"{loader.persistent_workers!r}: workers are then started again every epoch (start-up paid each "
               "time). Set persistent_workers=True when there are workers.")
-        check(loader.prefetch_factor == 4, f"with num_workers={num_workers} the loader has prefetch_factor="
+        check(loader.prefetch_factor == 4, f"loader_for(..., num_workers={num_workers}) made a loader with prefetch_factor="
               f"{loader.prefetch_factor!r}; the task asks for 4 batches prepared ahead per worker.")
     else:
-        check(not loader.persistent_workers and loader.prefetch_factor is None, "with num_workers=0 "
-              f"the loader has persistent_workers={loader.persistent_workers!r}, prefetch_factor="
+        check(not loader.persistent_workers and loader.prefetch_factor is None, "loader_for(..., num_workers=0) "
+              f"made a loader with persistent_workers={loader.persistent_workers!r}, prefetch_factor="
               f"{loader.prefetch_factor!r}: leave both unset without workers.")
 
 
@@ -114,22 +114,29 @@ def _order(loader: DataLoader) -> list[int]:
 
 
 def check_loader_order(fn: Callable[..., Any], n: int, batch_size: int, seeds: Sequence[int]) -> None:
-    """Shuffled batches of ``batch_size``; the same seed gives the same order, other seeds another."""
+    """Shuffled batches of ``batch_size``; the same seed gives the same order, other seeds another.
+
+    The loaders have 2 workers (so a mistake that shows only without workers
+    is graded elsewhere); they end with this check.
+    """
     data = TensorDataset(torch.arange(n))
     with _quiet(), FakeMachine().active():
-        loaders = [_build(fn, data, "cpu", batch_size, 0, s) for s in (seeds[0], seeds[0], *seeds[1:])]
-        check(loaders[0].batch_size == batch_size, f"loader_for(..., batch_size={batch_size}) made batches of "
-              f"{loaders[0].batch_size}.")
-        check(isinstance(loaders[0].sampler, RandomSampler), "the loader does not shuffle (its sampler is "
-              f"{type(loaders[0].sampler).__name__}): pass shuffle=True.")
-        orders = [_order(loader) for loader in loaders]
-    check(sorted(orders[0]) == list(range(n)), f"one epoch of the loader gave the items {sorted(orders[0])}; "
+        loaders = [_build(fn, data, "cpu", batch_size, 2, s) for s in (seeds[0], seeds[0], *seeds[1:])]
+        size, sampler = loaders[0].batch_size, loaders[0].sampler
+        try:
+            orders = [_order(loader) for loader in loaders]
+        finally:
+            del loaders  # persistent workers end with their loaders, before any verdict
+    check(size == batch_size, f"loader_for(..., batch_size={batch_size}) made batches of {size}.")
+    check(isinstance(sampler, RandomSampler), "loader_for's loader does not shuffle (its sampler is "
+          f"{type(sampler).__name__}): pass shuffle=True.")
+    check(sorted(orders[0]) == list(range(n)), f"one epoch of loader_for's loader gave the items {sorted(orders[0])}; "
           f"expected each of the {n} items once.")
-    check(orders[0] == orders[1], f"two loaders made with seed={seeds[0]} shuffled differently ({orders[0][:6]}... "
+    check(orders[0] == orders[1], f"two loader_for loaders made with seed={seeds[0]} shuffled differently ({orders[0][:6]}... "
           f"and {orders[1][:6]}...): the order is not reproducible. Give the DataLoader its own "
           "generator=torch.Generator().manual_seed(seed); torch.manual_seed(seed) alone seeds the global generator, "
           "which other code keeps drawing from.")
-    check(any(o != orders[0] for o in orders[2:]), f"loaders made with seeds {list(seeds)} all shuffled the same "
+    check(any(o != orders[0] for o in orders[2:]), f"loader_for loaders made with seeds {list(seeds)} all shuffled the same "
           "way: use the seed you were given, not a constant.")
 
 
@@ -192,8 +199,9 @@ def check_pick(fn: Callable[..., Any], table: dict[int, Any], counts: Sequence[i
 def _pick_hint(measure: FakeMeasure, got: Any, expected: int, margin: float, repeats: int) -> str:
     ok = [c for c, v in measure.table.items() if not isinstance(v, BaseException)]
     if got in ok and got > expected:
-        return (f"The smallest count within {margin:.0%} of the best is wanted, not the most workers: every worker "
-                "costs start-up time and memory, so take the smallest count that is (nearly) as fast.")
+        return (f"The smallest count within {margin:.0%} of the best is wanted (whatever order the counts come in), "
+                "not the most workers: every worker costs start-up time and memory, so take the smallest count that "
+                "is (nearly) as fast; margin is a fraction of the best median.")
     if measure.calls and min(measure.calls.get(c, 0) for c in ok) < repeats:
         return f"Measure each count {repeats} times (repeats) and compare medians."
     return (f"Compare the median of the {repeats} measurements of each count (one disturbed run must not decide), and "
