@@ -41,6 +41,8 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "profile_regions": {"helpers.troubleshoot:profile_regions": "chapter 07's own version",
                         "helpers.troubleshoot:region_totals": "chapter 07's trace reader, used in section 5",
                         "helpers.troubleshoot:slowest_region": "chapter 07's trace reader, used in section 5"},
+    "loader_for": {"helpers.dataloader:make_loader": "used in chapter 04 after this exercise"},
+    "seed_numpy_worker": {"helpers.dataloader:seed_worker": "used in chapter 04 after this exercise"},
 }
 
 

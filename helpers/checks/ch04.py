@@ -1,0 +1,461 @@
+"""Verdicts for chapter 04 (data loading): a loader set up for the device, workers picked by
+measurement, a worker_init_fn that seeds NumPy per worker and per epoch.
+
+Generic on purpose: each function takes a case's inputs (the machine, the
+counts, the seeds) from the grade cell, so the hidden cases stay in the
+cells. Everything a worker process runs here is importable (the draw
+dataset, the by-value carrier of a notebook function), so the checks work
+under the spawn start method too. Worker counts and datasets are tiny: a
+class is graded in minutes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import gc
+import importlib
+import marshal
+import pickle
+import statistics
+import types
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, get_worker_info
+
+from helpers.checks.core import CheckFailed, check, solved
+from helpers.checks.delegation import forbid_course_versions
+from helpers.checks.machine import FakeMachine
+
+__all__ = [
+    "FakeMeasure",
+    "check_loader_order",
+    "check_loader_pinning",
+    "check_loader_workers",
+    "check_pick",
+    "check_pick_all_fail",
+    "check_worker_init",
+]
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """A warning alone never costs points, and nbgrader scores 0 for a cell that writes to stderr."""
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        yield
+
+
+# --------------------------------------------------------------------------- exercise 1: loader_for
+
+
+def _build(fn: Callable[..., Any], dataset: Dataset, device: Any, batch_size: int, num_workers: int,
+           seed: int) -> DataLoader:
+    call = f"loader_for(dataset, {device!r}, batch_size={batch_size}, num_workers={num_workers}, seed={seed})"
+    try:
+        loader = solved(fn, dataset, device, batch_size, num_workers, seed)
+    except ValueError as err:
+        text = str(err)
+        if "prefetch_factor" in text:
+            raise CheckFailed(f"{call} raised ValueError: {text} prefetch_factor with 0 workers is an error: "
+                              "there is no worker to prefetch. Pass prefetch_factor only when num_workers > 0.") from None
+        if "persistent_workers" in text:
+            raise CheckFailed(f"{call} raised ValueError: {text} persistent_workers with 0 workers is an error: "
+                              "there is no worker to keep. Pass persistent_workers=True only when num_workers > 0.") from None
+        raise
+    check(isinstance(loader, DataLoader), f"{call} returned {type(loader).__name__}; expected a "
+          "torch.utils.data.DataLoader.")
+    return loader
+
+
+def check_loader_pinning(fn: Callable[..., Any], machine: FakeMachine, device: Any, expected: bool) -> None:
+    """On ``machine``, ``loader_for(..., device)`` pins memory exactly when the batches go to CUDA.
+
+    Only the loader's settings are read: a fake machine cannot pin pages.
+    """
+    with _quiet(), machine.active():
+        loader = _build(fn, TensorDataset(torch.arange(8)), device, 4, 2, 0)  # workers: only pinning is graded here
+    where = f"on a machine with {machine.cuda} CUDA GPU(s){' and MPS' if machine.mps else ''}"
+    if expected:
+        check(loader.pin_memory is True, f"loader_for(..., device={device!r}) {where} left pin_memory="
+              f"{loader.pin_memory!r}: batches going to CUDA should come from pinned memory, so that the copy can be "
+              "asynchronous (non_blocking=True). Set pin_memory=True when the device is a CUDA device, any index.")
+    else:
+        check(not loader.pin_memory, f"loader_for(..., device={device!r}) {where} set pin_memory=True: pin_memory "
+              "always on is the mistake. Pinning helps only copies to CUDA; for batches that stay on the CPU (or go "
+              "to MPS) it costs time and pins nothing useful, and without CUDA torch only warns. Decide from the "
+              "device the batches go to (torch.device(device).type == 'cuda'), not from torch.cuda.is_available().")
+
+
+def check_loader_workers(fn: Callable[..., Any], num_workers: int) -> None:
+    """Workers are persistent and prefetch 4 batches each; without workers both stay unset."""
+    with _quiet(), FakeMachine().active():
+        loader = _build(fn, TensorDataset(torch.arange(8)), "cpu", 4, num_workers, 0)
+    check(loader.num_workers == num_workers, f"loader_for(..., num_workers={num_workers}) made a loader with "
+          f"num_workers={loader.num_workers}: pass the count you were given.")
+    if num_workers:
+        check(loader.persistent_workers is True, f"loader_for(..., num_workers={num_workers}) made a loader with persistent_workers="
+              f"{loader.persistent_workers!r}: workers are then started again every epoch (start-up paid each "
+              "time). Set persistent_workers=True when there are workers.")
+        check(loader.prefetch_factor == 4, f"loader_for(..., num_workers={num_workers}) made a loader with prefetch_factor="
+              f"{loader.prefetch_factor!r}; the task asks for 4 batches prepared ahead per worker.")
+    else:
+        check(not loader.persistent_workers and loader.prefetch_factor is None, "loader_for(..., num_workers=0) "
+              f"made a loader with persistent_workers={loader.persistent_workers!r}, prefetch_factor="
+              f"{loader.prefetch_factor!r}: leave both unset without workers.")
+
+
+def _order(loader: DataLoader) -> list[int]:
+    return [int(v) for batch in loader for v in batch[0].flatten()]
+
+
+def check_loader_order(fn: Callable[..., Any], n: int, batch_size: int, seeds: Sequence[int]) -> None:
+    """Shuffled batches of ``batch_size``; the same seed gives the same order, other seeds another.
+
+    The loaders have 2 workers (so a mistake that shows only without workers
+    is graded elsewhere); they end with this check.
+    """
+    data = TensorDataset(torch.arange(n))
+    with _quiet(), FakeMachine().active():
+        loaders = [_build(fn, data, "cpu", batch_size, 2, s) for s in (seeds[0], seeds[0], *seeds[1:])]
+        size, sampler = loaders[0].batch_size, loaders[0].sampler
+        try:
+            orders = [_order(loader) for loader in loaders]
+        finally:
+            del loaders  # persistent workers end with their loaders, before any verdict
+    check(size == batch_size, f"loader_for(..., batch_size={batch_size}) made batches of {size}.")
+    check(isinstance(sampler, RandomSampler), "loader_for's loader does not shuffle (its sampler is "
+          f"{type(sampler).__name__}): pass shuffle=True.")
+    check(sorted(orders[0]) == list(range(n)), f"one epoch of loader_for's loader gave the items {sorted(orders[0])}; "
+          f"expected each of the {n} items once.")
+    check(orders[0] == orders[1], f"two loader_for loaders made with seed={seeds[0]} shuffled differently ({orders[0][:6]}... "
+          f"and {orders[1][:6]}...): the order is not reproducible. Give the DataLoader its own "
+          "generator=torch.Generator().manual_seed(seed); torch.manual_seed(seed) alone seeds the global generator, "
+          "which other code keeps drawing from.")
+    check(any(o != orders[0] for o in orders[2:]), f"loader_for loaders made with seeds {list(seeds)} all shuffled the same "
+          "way: use the seed you were given, not a constant.")
+
+
+# --------------------------------------------------------------------------- exercise 2: pick_num_workers
+
+
+class FakeMeasure:
+    """Deterministic stand-in for a throughput measurement: ``measure(count)`` -> samples/s.
+
+    ``table[count]`` is a list of values returned in turn (cycling), or an
+    exception raised on every call for that count (a count that fails).
+    """
+
+    def __init__(self, table: dict[int, Sequence[float] | BaseException]) -> None:
+        self.table = table
+        self.calls: dict[int, int] = {}
+
+    def __call__(self, count: int) -> float:
+        check(count in self.table, f"pick_num_workers measured num_workers={count!r}, which is not one of the "
+              f"candidate counts {sorted(self.table)}.")
+        k = self.calls.get(count, 0)
+        self.calls[count] = k + 1
+        value = self.table[count]
+        if isinstance(value, BaseException):
+            raise value
+        return float(value[k % len(value)])
+
+    def expected(self, margin: float, repeats: int) -> int:
+        """The right answer: smallest count whose median is within ``margin`` of the best median."""
+        medians = {c: statistics.median([v[k % len(v)] for k in range(repeats)])
+                   for c, v in self.table.items() if not isinstance(v, BaseException)}
+        best = max(medians.values())
+        return min(c for c, m in medians.items() if m >= (1 - margin) * best)
+
+    def describe(self) -> str:
+        return ", ".join(f"{c}: {type(v).__name__}" if isinstance(v, BaseException) else f"{c}: {list(v)}"
+                         for c, v in self.table.items())
+
+
+def check_pick(fn: Callable[..., Any], table: dict[int, Any], counts: Sequence[int] | None = None,
+               margin: float = 0.1, repeats: int = 3, mistake: str = "") -> None:
+    """``pick_num_workers(measure, counts, margin, repeats)`` picks the smallest good count."""
+    measure = FakeMeasure(table)
+    counts = list(table) if counts is None else list(counts)
+    expected = measure.expected(margin, repeats)
+    call = f"pick_num_workers(measure, {counts}, margin={margin}, repeats={repeats})"
+    with _quiet():
+        try:
+            got = solved(fn, measure, counts, margin, repeats)
+        except CheckFailed:
+            raise
+        except Exception as err:  # noqa: BLE001 - a count that fails must be skipped, not crash the pick
+            raise CheckFailed(f"{call} raised {type(err).__name__}: {err}, with measurements {{{measure.describe()}}}. "
+                              "A count whose measurement fails (a worker that dies, too many open files) cannot be "
+                              "used: catch the exception, say so, and skip that count.") from None
+    check(got == expected, f"{call} with measurements {{{measure.describe()}}} returned {got!r}; expected {expected}. "
+          f"{mistake or _pick_hint(measure, got, expected, margin, repeats)}")
+
+
+def _pick_hint(measure: FakeMeasure, got: Any, expected: int, margin: float, repeats: int) -> str:
+    ok = [c for c, v in measure.table.items() if not isinstance(v, BaseException)]
+    if got in ok and got > expected:
+        return (f"The smallest count within {margin:.0%} of the best is wanted (whatever order the counts come in), "
+                "not the most workers: every worker costs start-up time and memory, so take the smallest count that "
+                "is (nearly) as fast; margin is a fraction of the best median.")
+    if measure.calls and min(measure.calls.get(c, 0) for c in ok) < repeats:
+        return f"Measure each count {repeats} times (repeats) and compare medians."
+    return (f"Compare the median of the {repeats} measurements of each count (one disturbed run must not decide), and "
+            f"keep the counts whose median is at least (1 - margin) x the best median; margin is relative.")
+
+
+def check_pick_all_fail(fn: Callable[..., Any], table: dict[int, BaseException], repeats: int = 3) -> None:
+    """When every count fails, ``pick_num_workers`` raises RuntimeError instead of inventing a count."""
+    measure = FakeMeasure(table)
+    with _quiet():
+        try:
+            got = solved(fn, measure, list(table), 0.1, repeats)
+        except CheckFailed:
+            raise
+        except RuntimeError:
+            return
+        except Exception as err:  # noqa: BLE001 - the wrong exception is the mistake to report
+            raise CheckFailed(f"with every count failing, pick_num_workers raised {type(err).__name__}: {err}; "
+                              "expected RuntimeError, saying that no count could be measured.") from None
+    raise CheckFailed(f"with every count failing ({measure.describe()}), pick_num_workers returned {got!r}; "
+                      "expected RuntimeError: there is no count to pick, so say so.")
+
+
+# --------------------------------------------------------------------------- exercise 3: seed_numpy_worker
+
+
+class DrawDataset(Dataset):
+    """Items ``(worker id, draw, error)``: a draw from ``self.rng``, a NumPy Generator made in ``__init__``.
+
+    ``error`` is what the worker_init_fn raised in this worker ("" if nothing).
+    """
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+        self.init_error = ""
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[int, float, str]:
+        info = get_worker_info()
+        return (-1 if info is None else info.id, float(self.rng.random()), self.init_error)
+
+
+class Guarded:
+    """Runs the learner's worker_init_fn and keeps what it raised in the dataset, for the check to report.
+
+    A worker_init_fn that raises makes torch re-raise in the main process and
+    then wait 5 s per worker to shut them down; kept here, the loader ends at
+    once and the message stays one sentence.
+    """
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __call__(self, worker_id: int) -> None:
+        try:
+            self.fn(worker_id)
+        except Exception as err:  # noqa: BLE001 - reported by the check in the main process
+            info = get_worker_info()
+            if info is not None:
+                info.dataset.init_error = f"{type(err).__name__}: {err}".strip()
+
+
+def _resolve(module: str, qualname: str) -> Any:
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _importable(obj: Any) -> bool:
+    """Can a spawned process find ``obj`` by its module and name, as pickle does?"""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+    if not module or module == "__main__" or "<" in qualname:
+        return False
+    try:
+        return _resolve(module, qualname) is obj
+    except (ImportError, AttributeError):
+        return False
+
+
+def _names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _global_refs(fn: types.FunctionType, depth: int = 0) -> dict[str, tuple]:
+    """How a spawned worker can rebuild each global ``fn`` reads: import it, copy it, or carry it by value."""
+    refs: dict[str, tuple] = {}
+    for name in _names(fn.__code__):
+        if name not in fn.__globals__:
+            continue  # a builtin, or an attribute name
+        value = fn.__globals__[name]
+        if isinstance(value, types.ModuleType):
+            refs[name] = ("module", value.__name__)
+        elif _importable(value):
+            refs[name] = ("attr", value.__module__, value.__qualname__)
+        elif isinstance(value, types.FunctionType) and depth < 3 and not value.__closure__:
+            refs[name] = ("function", _carry(value, depth + 1))
+        else:
+            try:
+                refs[name] = ("value", pickle.dumps(value))
+            except Exception:  # noqa: BLE001 - anything unpicklable cannot reach a spawned worker
+                raise CheckFailed(f"`{fn.__name__}` reads `{name}`, a {type(value).__name__} defined in the notebook "
+                                  "that cannot be sent to a worker started by spawn. Use only modules and values "
+                                  "inside the function (import what you need in it).") from None
+    return refs
+
+
+def _carry(fn: types.FunctionType, depth: int = 0) -> tuple:
+    return (marshal.dumps(fn.__code__), fn.__name__, fn.__defaults__, _global_refs(fn, depth))
+
+
+def _rebuild(carried: tuple) -> types.FunctionType:
+    code, name, defaults, refs = carried
+    scope: dict[str, Any] = {"__builtins__": builtins, "__name__": "__learner__"}
+    for key, ref in refs.items():
+        kind = ref[0]
+        scope[key] = (importlib.import_module(ref[1]) if kind == "module" else _resolve(ref[1], ref[2])
+                      if kind == "attr" else _rebuild(ref[1]) if kind == "function" else pickle.loads(ref[1]))
+    return types.FunctionType(marshal.loads(code), scope, name, defaults)
+
+
+class ByValue:
+    """A notebook function, carried to a spawned worker as its code (pickle would look it up by name and fail)."""
+
+    def __init__(self, fn: types.FunctionType) -> None:
+        self.fn, self.carried = fn, _carry(fn)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (self.carried,))
+
+
+def _refuse_course_version(fn: Any, exercise: str = "seed_numpy_worker") -> None:
+    """Fail at once when ``fn`` is, or reads, the course's own version of the exercise.
+
+    Under spawn the tripwire of :mod:`helpers.checks.delegation` cannot reach
+    a worker (it imports a fresh copy of helpers), so look before starting one.
+    """
+    from helpers.checks.delegation import COURSE_VERSIONS, _resolve as resolve_spec, message
+
+    for spec, when in COURSE_VERSIONS.get(exercise, {}).items():
+        course = resolve_spec(spec)
+        reads = getattr(fn, "__globals__", {})
+        names = _names(fn.__code__) if isinstance(fn, types.FunctionType) else set()
+        module, _, qualname = spec.partition(":")
+        imports_it = qualname in names and (module in names or any(
+            isinstance(reads.get(name), types.ModuleType) and reads[name].__name__ == module for name in names))
+        if fn is course or imports_it or any(reads.get(name) is course for name in names):
+            raise CheckFailed(message(spec, when))
+
+
+def _for_spawn(fn: Any) -> Any:
+    """What the check hands to a spawn loader: ``fn`` itself if importable, else a copy of its code."""
+    name = getattr(fn, "__name__", repr(fn))
+    check(name != "<lambda>" and "<locals>" not in getattr(fn, "__qualname__", ""),
+          f"the worker_init_fn is a {'lambda' if name == '<lambda>' else 'nested function'}: under spawn (macOS, "
+          "Windows) DataLoader pickles worker_init_fn to send it to each worker, and pickle finds a function by its "
+          "name in its module, which a lambda or a function inside another function does not have; its workers "
+          "never start. Write it with def at the top level of a cell (course code: of a module).")
+    if _importable(fn):
+        return fn
+    check(isinstance(fn, types.FunctionType) and not fn.__closure__,
+          f"`{name}` is not a plain function, so it cannot be sent to a worker started by spawn.")
+    print(f"note: `{name}` is defined in the notebook. Under spawn a function defined in a notebook cannot be sent "
+          "to workers by name (the worker imports modules, it never runs the notebook); that is why course code puts "
+          "it in a module (helpers.dataloader.seed_worker). This check sent a copy of its code instead; no points "
+          "are lost for that.")
+    return ByValue(fn)
+
+
+class _WorkerInitFailed(Exception):
+    """What the learner's worker_init_fn raised in a worker (its type and message)."""
+
+
+def _draws(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs: int) -> list[dict[int, list]]:
+    """Per epoch, each worker's draws from a real 2-worker loader seeded with ``seed``."""
+    loader = DataLoader(DrawDataset(n, data_seed), batch_size=None, num_workers=2, worker_init_fn=Guarded(fn),
+                        generator=torch.Generator().manual_seed(seed), multiprocessing_context=start_method,
+                        timeout=60)
+    result = []
+    for _ in range(epochs):
+        per_worker: dict[int, list] = {}
+        for worker, draw, error in loader:
+            if error:
+                raise _WorkerInitFailed(error)
+            per_worker.setdefault(int(worker), []).append(float(draw))
+        result.append(per_worker)
+    return result
+
+
+def _run(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs: int) -> list[dict[int, list]]:
+    """:func:`_draws`, with what a worker raised told in one sentence, and no worker left behind."""
+    failure = None
+    try:
+        with _quiet(), forbid_course_versions("seed_numpy_worker"):
+            return _draws(fn, start_method, seed, n, data_seed, epochs)
+    except Exception as err:  # noqa: BLE001 - what the worker raised is the learner's mistake to report
+        failure = (type(err), str(err).strip())
+    # torch's re-raised worker error holds the loader's iterator in a reference cycle (through its traceback);
+    # collect it now, so its workers end with this check rather than at some later collection
+    gc.collect()
+    kind, text = failure
+    if "write it yourself" in text:
+        raise CheckFailed(text[text.index("write it yourself"):].splitlines()[0])
+    if issubclass(kind, CheckFailed):
+        raise CheckFailed(text)
+    if kind is _WorkerInitFailed and text == "NotImplementedError:":
+        raise CheckFailed("`seed_numpy_worker` is not written yet: replace `raise NotImplementedError()` in its "
+                          "cell with your code, run that cell, then run this check again.")
+    if kind is _WorkerInitFailed:
+        raise CheckFailed(f"in a 2-worker loader ({start_method}), seed_numpy_worker raised {text}")
+    raise CheckFailed(f"a 2-worker loader ({start_method}) with worker_init_fn=seed_numpy_worker failed: "
+                      f"{kind.__name__}: {text.splitlines()[-1] if text else ''}")
+
+
+def _check_distinct(draws: dict[int, list], start_method: str) -> None:
+    w0, w1 = draws.get(0, []), draws.get(1, [])
+    check(w0 and w1 and w0[:2] != w1[:2], f"under {start_method}, worker 0 drew {w0[:3]} and worker 1 drew {w1[:3]}: "
+          "the same \"random\" numbers in every worker. Each worker got a copy of the dataset's Generator in the same "
+          "state (the cloned Generator); give the copy in each worker its own: "
+          "dataset.rng = np.random.default_rng(get_worker_info().seed).")
+
+
+def check_worker_init(fn: Any, start_method: str = "fork", seed: int = 0, n: int = 8, data_seed: int = 0,
+                      other_seed: int | None = None) -> None:
+    """A real 2-worker loader: workers draw differently, epochs differ, and the loader's seed repeats the draws.
+
+    Under spawn one epoch is run (spawned workers start slowly), after a quick
+    fork run: a mistake that shows under fork too is reported from there.
+    """
+    _refuse_course_version(fn)
+    if start_method == "spawn":
+        handed = _for_spawn(fn)
+        _check_distinct(_run(fn, "fork", seed, n, data_seed, 1)[0], "fork")
+        _check_distinct(_run(handed, "spawn", seed, n, data_seed, 1)[0], "spawn")
+        return
+    first = _run(fn, start_method, seed, n, data_seed, 2)
+    _check_distinct(first[0], start_method)
+    check(first[0][0] != first[1][0], f"epoch 1 repeated epoch 0's draws in worker 0 ({first[0][0][:3]}): seed "
+          "from get_worker_info().seed, which changes every epoch, not from the worker id alone.")
+    again = _run(fn, start_method, seed, n, data_seed, 1)
+    check(again[0] == first[0], "two loaders with the same generator seed drew different numbers: the draws are not "
+          "reproducible. Seed from get_worker_info().seed (derived from the loader's generator), not from the clock, "
+          "the process id or fresh OS entropy.")
+    if other_seed is not None:
+        other = _run(fn, start_method, other_seed, n, data_seed, 1)
+        check(other[0] != first[0], f"loaders seeded {seed} and {other_seed} drew the same numbers: the loader's seed "
+              "is ignored. Seed from get_worker_info().seed.")

@@ -1,0 +1,509 @@
+"""Keep the device fed: datasets with a tunable cost per item, loader throughput, device prefetching.
+
+Chapter 04 (data loading) teaches it. Everything a DataLoader worker runs
+lives here, in an importable module, because under the *spawn* start method
+(macOS, Windows, and any code that asks for it) each worker is a fresh Python
+process that re-imports what it runs by name: a Dataset, ``collate_fn`` or
+``worker_init_fn`` defined in a notebook cannot be found there.
+
+* :class:`SleepDataset` waits per item (like reading a file or a network
+  blob: the CPU is idle), :class:`CpuDataset` computes per item in pure
+  Python (like decoding or augmenting: the CPU is busy). Each item records
+  which worker made it and when, so a chapter can draw the loading timeline.
+* :class:`ClonedRngDataset` keeps a NumPy ``Generator`` made in ``__init__``:
+  every worker gets a copy of it, and draws the same "random" numbers.
+  :func:`seed_worker` is the fix.
+* :func:`loader_run` and :func:`sweep_workers` measure a loader (start-up
+  apart from steady throughput); :func:`time_steps` splits a training step
+  into load, host-to-device copy and compute; :class:`DevicePrefetcher` copies
+  the next batch on a side CUDA stream while the current one computes.
+
+Timings come from :mod:`helpers.benchmark`'s clock and device calls from
+:mod:`helpers.device`, as everywhere in the course. ``helpers.benchmark`` and
+``helpers.plots`` are imported where they are used, not at the top: every
+spawned worker imports this module, and should not pay for matplotlib and
+``torch.utils.benchmark`` (seconds) to make a batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import timeit
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+from helpers.device import synchronize, to_device
+
+__all__ = [
+    "ClonedRngDataset",
+    "CpuDataset",
+    "DevicePrefetcher",
+    "LoaderRun",
+    "SleepDataset",
+    "StepTimes",
+    "SweepPoint",
+    "copy_bandwidth",
+    "current_worker",
+    "loader_run",
+    "make_loader",
+    "plot_step_times",
+    "plot_sweep",
+    "plot_timeline",
+    "seed_worker",
+    "sweep_workers",
+    "time_steps",
+    "worker_memory",
+    "worker_processes",
+]
+
+#: When an item was made, read in whichever process made it: the clock ``helpers.benchmark.sync_timer("cpu")``
+#: returns, system-wide on Linux, macOS and Windows, so stamps from workers and the main process compare.
+_stamp = timeit.default_timer
+
+
+def _host_clock() -> Callable[[], float]:
+    from helpers.benchmark import sync_timer
+
+    return sync_timer("cpu")
+
+
+def current_worker() -> int:
+    """The id of the DataLoader worker running this code, or -1 in the main process."""
+    info = get_worker_info()
+    return -1 if info is None else info.id
+
+
+def _features(index: int, features: int) -> torch.Tensor:
+    """The same input for the same index, whichever process makes it."""
+    return torch.arange(features, dtype=torch.float32).add_(index).mul_(1.0 / features).sin_()
+
+
+class _TracedDataset(Dataset):
+    """Items ``{"x", "y", "worker", "t0", "t1"}``: the sample, and who made it from when to when."""
+
+    def __init__(self, n: int, features: int) -> None:
+        if n <= 0 or features <= 0:
+            raise ValueError(f"n and features must be positive, got n={n}, features={features}")
+        self.n, self.features = int(n), int(features)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _cost(self, index: int) -> None:  # what one item costs to make; subclasses say what kind
+        raise NotImplementedError
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        if not 0 <= index < self.n:
+            raise IndexError(f"index {index} out of range for a dataset of {self.n} items")
+        t0 = _stamp()
+        self._cost(index)
+        x = _features(index, self.features)
+        return {"x": x, "y": x.sum().reshape(1), "worker": current_worker(), "t0": t0, "t1": _stamp()}
+
+
+class SleepDataset(_TracedDataset):
+    """I/O-like items: each waits ``item_s`` seconds (a disk or network read), with the CPU idle.
+
+    Waiting processes cost no CPU, so workers keep helping past the number of cores.
+    """
+
+    def __init__(self, n: int = 64, item_s: float = 0.005, features: int = 32) -> None:
+        super().__init__(n, features)
+        if item_s < 0:
+            raise ValueError(f"item_s must be >= 0 seconds, got {item_s}")
+        self.item_s = float(item_s)
+
+    def _cost(self, index: int) -> None:
+        time.sleep(self.item_s)
+
+
+class CpuDataset(_TracedDataset):
+    """CPU-bound items: ``work`` iterations of a pure-Python loop (a decode, an augmentation).
+
+    Pure Python holds the interpreter lock, so only processes (workers) run
+    it in parallel, and no more of them at once than there are cores.
+    """
+
+    def __init__(self, n: int = 64, work: int = 20_000, features: int = 32) -> None:
+        super().__init__(n, features)
+        if work < 0:
+            raise ValueError(f"work must be >= 0 iterations, got {work}")
+        self.work = int(work)
+
+    def _cost(self, index: int) -> None:
+        acc = index
+        for k in range(self.work):
+            acc = (acc * 1103515245 + k) & 0xFFFF
+
+
+class ClonedRngDataset(Dataset):
+    """Items ``{"worker", "seed", "torch_draw", "draw"}``: torch's seed and draw, and one from ``self.rng``.
+
+    ``self.rng`` is a NumPy Generator made in ``__init__``; ``seed`` is
+    ``get_worker_info().seed`` (-1 in the main process), and ``torch_draw``
+    comes from torch's generator, which torch seeds per worker.
+
+    The trap chapter 04 measures: each worker process gets a *copy* of
+    ``self.rng`` in the same state, so every worker draws the same numbers,
+    and non-persistent workers start again from that state each epoch.
+    ``worker_init_fn=seed_worker`` gives each copy its own seed.
+    """
+
+    def __init__(self, n: int = 8, seed: int = 0) -> None:
+        self.n = int(n)
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        info = get_worker_info()
+        return {"worker": current_worker(), "seed": -1 if info is None else info.seed,
+                "torch_draw": float(torch.rand(())), "draw": float(self.rng.random())}
+
+
+def seed_worker(worker_id: int) -> None:
+    """``worker_init_fn``: give this worker's copy of the dataset its own NumPy Generator.
+
+    ``get_worker_info().seed`` is torch's seed for this worker: different per
+    worker and per epoch, and reproducible from the loader's ``generator``.
+    Top-level (importable), so it also works under the spawn start method.
+    """
+    info = get_worker_info()
+    if info is not None and hasattr(info.dataset, "rng"):
+        info.dataset.rng = np.random.default_rng(info.seed)
+
+
+def make_loader(dataset: Dataset, device: str | torch.device, batch_size: int = 32, num_workers: int = 0,
+                seed: int = 0, prefetch_factor: int = 4, **kwargs: Any) -> DataLoader:
+    """A shuffling DataLoader set up for ``device``, reproducible from ``seed``.
+
+    ``pin_memory`` only when the batches go to CUDA (pinned pages are what
+    makes a CUDA copy asynchronous; elsewhere pinning costs and buys nothing);
+    with workers, ``persistent_workers`` (start them once, not every epoch)
+    and ``prefetch_factor`` (batches each worker prepares ahead); without
+    workers both must stay unset, or DataLoader raises ValueError.
+    """
+    workers = int(num_workers)
+    if workers < 0:
+        raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+    extra: dict[str, Any] = {"persistent_workers": True, "prefetch_factor": prefetch_factor} if workers else {}
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
+                      pin_memory=torch.device(device).type == "cuda",
+                      generator=torch.Generator().manual_seed(seed), **extra, **kwargs)
+
+
+# --------------------------------------------------------------------------- loader throughput
+
+
+@dataclasses.dataclass
+class LoaderRun:
+    """One pass over a loader: how long until the first batch, and how fast after it."""
+
+    num_workers: int
+    samples: int
+    startup_s: float  # iter() until the first batch arrived: worker start-up plus one batch
+    total_s: float
+    samples_after_first: int = 0
+
+    @property
+    def steady_rate(self) -> float:
+        """Samples per second after the first batch (start-up left out)."""
+        rest = self.total_s - self.startup_s
+        return float("nan") if rest <= 0 else self.samples_after_first / rest
+
+    @property
+    def epoch_rate(self) -> float:
+        """Samples per second over the whole pass, start-up included."""
+        return self.samples / self.total_s
+
+    def __str__(self) -> str:
+        from helpers.benchmark import format_rate
+
+        return (f"{self.num_workers} workers: start-up {self.startup_s * 1e3:6.0f} ms, then "
+                f"{format_rate(self.steady_rate, 'samples/s'):>14}; whole epoch {format_rate(self.epoch_rate, 'samples/s')}")
+
+
+def _batch_len(batch: Any) -> int:
+    if isinstance(batch, dict):
+        batch = next(iter(batch.values()))
+    if isinstance(batch, (list, tuple)):
+        batch = batch[0]
+    return len(batch)
+
+
+def loader_run(loader: Iterable[Any]) -> LoaderRun:
+    """Iterate ``loader`` once and time it; worker processes end with the pass."""
+    _clock = _host_clock()
+    start = _clock()
+    it = iter(loader)
+    samples = first_samples = 0
+    first = None
+    try:
+        for batch in it:
+            samples += _batch_len(batch)
+            if first is None:
+                first, first_samples = _clock(), samples
+    finally:
+        del it  # a non-persistent iterator shuts its workers down here
+    end = _clock()
+    first = end if first is None else first
+    return LoaderRun(getattr(loader, "num_workers", 0), samples, first - start, end - start,
+                     samples_after_first=samples - first_samples)
+
+
+@dataclasses.dataclass
+class SweepPoint:
+    """One worker count: start-up and first epoch (fresh workers), then a second epoch (workers running)."""
+
+    num_workers: int
+    startup_s: float  # until the first batch of the first epoch
+    first_epoch_rate: float  # samples/s over the first epoch, start-up included
+    steady_rate: float  # samples/s over the second epoch, with the persistent workers already running
+
+    def __str__(self) -> str:
+        from helpers.benchmark import format_rate
+
+        return (f"{self.num_workers} workers: start-up {self.startup_s * 1e3:4.0f} ms; first epoch "
+                f"{format_rate(self.first_epoch_rate, 'samples/s'):>14}; second {format_rate(self.steady_rate, 'samples/s'):>14}")
+
+
+def sweep_workers(dataset: Dataset, counts: Sequence[int] = (0, 1, 2, 4, 8), batch_size: int = 8,
+                  progress: bool = True, **loader_kwargs: Any) -> list[SweepPoint]:
+    """Two epochs per worker count, each count with a fresh loader of persistent workers.
+
+    The first epoch pays the workers' start-up; the second shows the steady
+    throughput. The workers end with their loader, before the next count starts.
+    """
+    from tqdm.auto import tqdm
+
+    points = []
+    for n in tqdm(list(counts), desc=type(dataset).__name__, disable=not progress, leave=False):
+        loader = DataLoader(dataset, batch_size=batch_size, num_workers=n, persistent_workers=n > 0, **loader_kwargs)
+        first, second = loader_run(loader), loader_run(loader)
+        del loader
+        points.append(SweepPoint(n, first.startup_s, first.epoch_rate, second.epoch_rate))
+    return points
+
+
+def plot_sweep(sweeps: dict[str, list[SweepPoint]], device: Any = "cpu", cores: int | None = None):
+    """Samples/s against workers, one line per kind of item; start-up time beside it."""
+    from helpers.plots import new_figure, stamp
+
+    fig, (ax, ax2) = new_figure(ncols=2, width=4.6)
+    for label, runs in sweeps.items():
+        counts = [r.num_workers for r in runs]
+        ax.plot(counts, [r.steady_rate for r in runs], marker="o", label=label)
+        ax2.plot(counts, [r.startup_s * 1e3 for r in runs], marker="o", label=label)
+    if cores:
+        for a in (ax, ax2):
+            a.axvline(cores, color="grey", ls=":", lw=1, label=f"{cores} cores")
+    ax.set(xlabel="num_workers", ylabel="samples/s (second epoch)", title="steady throughput")
+    ax2.set(xlabel="num_workers", ylabel="ms until the first batch", title="start-up")
+    ax.legend(fontsize=8)
+    stamp(fig, device)
+    return fig
+
+
+#: Helper processes of :mod:`multiprocessing` itself (not loader workers): they live until Python exits.
+MULTIPROCESSING_HELPERS = ("resource_tracker", "forkserver")
+
+
+def worker_processes() -> list[Any]:
+    """This process's children that are not :data:`MULTIPROCESSING_HELPERS`: the workers still alive."""
+    import psutil
+
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if not any(name in " ".join(child.cmdline()) for name in MULTIPROCESSING_HELPERS):
+                alive.append(child)
+        except psutil.Error:  # ended meanwhile
+            continue
+    return alive
+
+
+def worker_memory() -> list[int]:
+    """Unique memory (USS, bytes) of each worker process alive now: what each worker costs."""
+    import psutil
+
+    sizes = []
+    for child in worker_processes():
+        try:
+            sizes.append(child.memory_full_info().uss)
+        except (psutil.Error, AttributeError):  # gone meanwhile, or a platform without USS
+            continue
+    return sizes
+
+
+# --------------------------------------------------------------------------- where a step's time goes
+
+
+@dataclasses.dataclass
+class StepTimes:
+    """Seconds per training step spent waiting for the batch, copying it, and computing."""
+
+    load: list[float] = dataclasses.field(default_factory=list)
+    copy: list[float] = dataclasses.field(default_factory=list)
+    compute: list[float] = dataclasses.field(default_factory=list)
+
+    def medians(self) -> dict[str, float]:
+        return {k: float(np.median(v)) if v else float("nan") for k, v in dataclasses.asdict(self).items()}
+
+    def bottleneck(self) -> str:
+        """The part with the largest median."""
+        medians = self.medians()
+        return max(medians, key=medians.get)
+
+
+def time_steps(loader: Iterable[Any], step: Callable[[Any], Any], device: str | torch.device,
+               steps: int | None = None) -> StepTimes:
+    """Run ``step(batch_on_device)`` over ``loader`` and time load, copy and compute of each step.
+
+    The clock synchronises ``device`` before each read, so an asynchronous
+    copy or kernel is counted where it runs, not where it was queued. The
+    first step is left out (start-up).
+    """
+    from helpers.benchmark import sync_timer
+
+    clock, times = sync_timer(device), StepTimes()
+    it = iter(loader)
+    try:
+        for i in range(steps if steps is not None else len(loader)):  # type: ignore[arg-type]
+            t0 = clock()
+            batch = next(it, None)
+            if batch is None:
+                break
+            t1 = clock()
+            batch = to_device(batch, device)
+            t2 = clock()
+            step(batch)
+            t3 = clock()
+            if i:
+                times.load.append(t1 - t0), times.copy.append(t2 - t1), times.compute.append(t3 - t2)
+    finally:
+        del it
+    return times
+
+
+def plot_step_times(breakdowns: dict[str, StepTimes], device: Any = "cpu"):
+    """A stacked bar per setting: median milliseconds of load, copy and compute in one step."""
+    from helpers.plots import new_figure, stamp
+
+    fig, ax = new_figure(width=5.5)
+    labels = list(breakdowns)
+    bottom = np.zeros(len(labels))
+    for part, colour in (("load", "tab:orange"), ("copy", "tab:purple"), ("compute", "tab:blue")):
+        ms = np.array([breakdowns[k].medians()[part] * 1e3 for k in labels])
+        ax.bar(labels, ms, bottom=bottom, label=part, color=colour)
+        bottom += ms
+    ax.set(ylabel="ms per step (median)", title="where a training step's time goes")
+    ax.legend(fontsize=8)
+    stamp(fig, device)
+    return fig
+
+
+def plot_timeline(panels: dict[str, list[dict[str, Any]]], device: Any = "cpu", start: float | None = None):
+    """When each worker made each batch: one row per worker, one panel per setting.
+
+    ``panels`` maps a title to batches as a loader returned them (with
+    ``worker``, ``t0``, ``t1``), each optionally with ``"taken"``: when the
+    main process took it.
+    """
+    from helpers.plots import new_figure, stamp
+
+    fig, axes = new_figure(ncols=len(panels), width=4.6)
+    axes = axes if isinstance(axes, list) else [axes]
+    for ax, (title, batches) in zip(axes, panels.items()):
+        origin = start if start is not None else min(float(b["t0"].min()) for b in batches)
+        for b in batches:
+            w = int(b["worker"][0])
+            t0, t1 = float(b["t0"].min()) - origin, float(b["t1"].max()) - origin
+            ax.barh(w, t1 - t0, left=t0, height=0.6, color=f"C{w % 10}", alpha=0.8)
+            if "taken" in b:
+                ax.plot(b["taken"] - origin, -1, "k|", ms=12)
+        ax.set(title=title, xlabel="seconds", yticks=[-1, *sorted({int(b["worker"][0]) for b in batches})])
+        ax.set_yticklabels(["main takes"] + [f"worker {w}" for w in ax.get_yticks()[1:].astype(int)])
+    stamp(fig, device)
+    return fig
+
+
+# --------------------------------------------------------------------------- host -> device copies
+
+
+def copy_bandwidth(nbytes: int, device: str | torch.device, pinned: bool, min_run_time: float = 0.2) -> float:
+    """Bytes per second of a host-to-``device`` copy from pageable or pinned memory (CUDA only).
+
+    Pinned (page-locked) host memory can be read by the GPU's copy engine
+    directly; pageable memory is first staged through a pinned buffer by the
+    driver, which costs an extra copy.
+    """
+    from helpers.benchmark import time_callable
+
+    device = torch.device(device)
+    if device.type != "cuda" or not torch.cuda.is_available():
+        raise RuntimeError(f"copy_bandwidth measures host-to-CUDA copies; {device} is not an available CUDA device")
+    host = torch.empty(int(nbytes) // 4, dtype=torch.float32)
+    host = host.pin_memory() if pinned else host
+    timing = time_callable(lambda: host.to(device, non_blocking=pinned), device, nbytes=host.nbytes,
+                           min_run_time=min_run_time, warn=False)
+    return float(timing.bytes_per_s)
+
+
+class DevicePrefetcher:
+    """Iterate a loader with each batch already on ``device``: batch k+1 is copied while k computes.
+
+    On CUDA the copy of the next batch is queued on a side stream (from
+    pinned memory, ``non_blocking=True``), so the copy engine works while the
+    default stream computes; before a batch is handed out, the default stream
+    waits for its copy (``wait_stream``) and the tensors are marked as used
+    there (``record_stream``), so the allocator does not reuse their memory
+    too early. Elsewhere there is no second stream to overlap with: it moves
+    each batch when it is asked for it, which is all a CPU can do.
+    """
+
+    def __init__(self, loader: Iterable[Any], device: str | torch.device) -> None:
+        self.loader, self.device = loader, torch.device(device)
+        self.overlaps = self.device.type == "cuda" and torch.cuda.is_available()
+
+    def __len__(self) -> int:
+        return len(self.loader)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.overlaps:
+            for batch in self.loader:
+                yield to_device(batch, self.device)
+            return
+        stream = torch.cuda.Stream(self.device)
+        it = iter(self.loader)
+        upcoming = self._queue_copy(next(it, None), stream)
+        while upcoming is not None:
+            torch.cuda.current_stream(self.device).wait_stream(stream)
+            batch = upcoming
+            _record(batch, torch.cuda.current_stream(self.device))
+            upcoming = self._queue_copy(next(it, None), stream)
+            yield batch
+        synchronize(self.device)
+
+    def _queue_copy(self, batch: Any, stream: Any) -> Any:
+        if batch is None:
+            return None
+        with torch.cuda.stream(stream):
+            return to_device(batch, self.device, non_blocking=True)
+
+
+def _record(batch: Any, stream: Any) -> None:
+    """Tell the CUDA allocator that every tensor in ``batch`` is used on ``stream``."""
+    if isinstance(batch, torch.Tensor):
+        batch.record_stream(stream)
+    elif isinstance(batch, dict):
+        for value in batch.values():
+            _record(value, stream)
+    elif isinstance(batch, (list, tuple)):
+        for value in batch:
+            _record(value, stream)

@@ -1,0 +1,8 @@
+# solution: loader-for
+# fails: loader-for-order
+# says: does not shuffle
+def loader_for(dataset, device, batch_size, num_workers, seed):
+    """A shuffling DataLoader for batches bound for ``device``."""
+    extra = {"persistent_workers": True, "prefetch_factor": 4} if num_workers else {}
+    return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers,
+                      pin_memory=torch.device(device).type == "cuda", generator=torch.Generator().manual_seed(seed), **extra)

@@ -1,0 +1,6 @@
+# solution: seed-numpy-worker
+# fails: worker-init-fork
+# says: every epoch
+def seed_numpy_worker(worker_id):
+    """worker_init_fn: reseed this worker's dataset.rng."""
+    get_worker_info().dataset.rng = np.random.default_rng(worker_id)
