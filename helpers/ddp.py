@@ -39,7 +39,6 @@ import hashlib
 import importlib
 import json
 import marshal
-import multiprocessing
 import os
 import pickle
 import shutil
@@ -74,7 +73,6 @@ __all__ = [
     "launch",
     "pick_backend",
     "portable",
-    "time_steps",
     "torchrun",
     "torchrun_command",
     "train",
@@ -271,7 +269,6 @@ class Run:
     logs: list[str]  #: everything each rank printed (stdout and stderr), by rank
     seconds: float  #: wall time of the run, start-up included
     port: int  #: the port rank 0 listened on
-    start_method: str
 
 
 class RankFailed(RuntimeError):
@@ -333,20 +330,6 @@ def _spawned_child() -> None:
     sys.exit(_run_rank(Path(sys.argv[1]), int(sys.argv[2])))
 
 
-def _forked_child(work: str, rank: int, log: str) -> None:
-    """Entry point of a forked rank: its own session, its output to its log, then the same body."""
-    os.setsid()
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    # the parent's sys.stdout may be a notebook's stream object: write to the file instead
-    sys.stdout = open(1, "w", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
-    sys.exit(_run_rank(Path(work), rank))
-
-
 # --------------------------------------------------------------------------- the parent side
 
 
@@ -373,43 +356,32 @@ class _LogTail:
 class _Rank(_LogTail):
     """One started rank: its process, its log, and how to stop its whole process group."""
 
-    def __init__(self, rank: int, work: Path, method: str, env: dict[str, str]) -> None:
+    def __init__(self, rank: int, work: Path, env: dict[str, str]) -> None:
         super().__init__(work / f"rank{rank}.log")
         self.rank = rank
-        if method == "spawn":
-            boot = "import sys; from helpers.ddp import _spawned_child; _spawned_child()"
-            with open(self.log, "wb") as out:
-                self.proc: Any = subprocess.Popen(
-                    [sys.executable, "-c", boot, str(work), str(rank)], stdin=subprocess.DEVNULL, stdout=out,
-                    stderr=subprocess.STDOUT, env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
-                    start_new_session=True)
-        else:
-            self.log.touch()
-            self.proc = multiprocessing.get_context("fork").Process(
-                target=_forked_child, args=(str(work), rank, str(self.log)), daemon=False)
-            self.proc.start()
+        boot = "import sys; from helpers.ddp import _spawned_child; _spawned_child()"
+        with open(self.log, "wb") as out:  # from its first byte, the rank's output goes to its log
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", boot, str(work), str(rank)], stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
+                start_new_session=True)  # its own process group: stopping it stops its children too
         self.pid = self.proc.pid
 
     def exitcode(self) -> int | None:
-        return self.proc.poll() if isinstance(self.proc, subprocess.Popen) else self.proc.exitcode
+        return self.proc.poll()
 
     def signal(self, sig: int) -> None:
-        """Signal the rank's process group (its children too); the rank itself if the group is not made yet."""
-        for send, target in ((os.killpg, self.pid), (os.kill, self.pid)):
-            try:
-                send(target, sig)
-                return
-            except (ProcessLookupError, PermissionError):
-                continue
+        """Signal the rank's process group: the rank and anything it started (DataLoader workers)."""
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def reap(self, timeout: float) -> None:
-        if isinstance(self.proc, subprocess.Popen):
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        else:
-            self.proc.join(timeout)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 
@@ -459,37 +431,24 @@ def _failure(work: Path, ranks: list[_Rank], first: list[int]) -> RankFailed:
     return RankFailed(message, rank, error, detail, logs)
 
 
-def _default_method() -> str:
-    """fork on Linux (fast: torch is already imported), unless CUDA is initialised here; spawn elsewhere."""
-    if sys.platform.startswith("linux") and not torch.cuda.is_initialized():
-        return "fork"
-    return "spawn"
-
-
-def _threads(world_size: int, method: str) -> int:
-    """Torch threads per rank. After fork, OpenMP with more than one thread can hang (GNU libgomp), so 1."""
-    if method == "fork":
-        return 1
+def _threads(world_size: int) -> int:
+    """Torch threads per rank: ``OMP_NUM_THREADS`` if set, else the cores shared out (torchrun sets 1)."""
     env = os.environ.get("OMP_NUM_THREADS")
     return int(env) if env and env.isdigit() else max(1, (os.cpu_count() or 1) // world_size)
 
 
-def _validate(fn: Any, world_size: Any, timeout: Any, start_method: str) -> None:
+def _validate(fn: Any, world_size: Any, timeout: Any) -> None:
     if not callable(fn):
         raise TypeError(f"launch() needs a function to run on every rank, not a {type(fn).__name__}.")
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         raise ValueError(f"world_size must be a whole number of processes, at least 1, not {world_size!r}.")
     if not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}: every run needs a limit.")
-    if start_method not in ("fork", "spawn"):
-        raise ValueError(f"start_method must be 'fork' or 'spawn', not {start_method!r}.")
-    if start_method == "fork" and not hasattr(os, "fork"):
-        raise ValueError("start_method='fork' needs Linux or macOS; use 'spawn'.")
 
 
 def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] = (),
-           kwargs: dict[str, Any] | None = None, timeout: float = 60.0, start_method: str | None = None,
-           echo: bool = True, env: dict[str, str] | None = None) -> Run:
+           kwargs: dict[str, Any] | None = None, timeout: float = 60.0, echo: bool = True,
+           env: dict[str, str] | None = None) -> Run:
     """Run ``fn(rank, world_size, *args, **kwargs)`` in ``world_size`` processes; return every rank's result.
 
     Each rank finds what ``torch.distributed.init_process_group()`` reads in
@@ -498,10 +457,12 @@ def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] =
     too. ``fn`` may be defined in a notebook (see :func:`portable`). Its
     arguments and return value travel by pickle (tensors are fine).
 
-    ``start_method``: ``"spawn"`` starts a fresh interpreter per rank (what
-    macOS, Windows and CUDA need; pays torch's import each time); ``"fork"``
-    copies this process (Linux; fast; one thread per rank). Default: fork on
-    Linux unless CUDA is initialised here, else spawn.
+    Every rank is a fresh interpreter (``sys.executable``), whatever start
+    method ``multiprocessing`` is set to: it pays torch's import (a second or
+    more) but inherits nothing from this process. A forked copy of a process
+    that has imported ``torch._dynamo`` (the first DDP or optimizer step does)
+    was measured to hang at exit, in ``ProcessGroupGloo``'s destructor; CUDA
+    cannot be used after a fork either.
 
     Raises :class:`RankFailed` when a rank raises or dies (the others are
     stopped) and :class:`RunTimedOut` after ``timeout`` seconds. With
@@ -509,13 +470,12 @@ def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] =
     ``[rank1] ...``. A port taken by someone else between choosing and
     binding it (EADDRINUSE) is retried once with another.
     """
-    method = start_method or _default_method()
-    _validate(fn, world_size, timeout, method)
+    _validate(fn, world_size, timeout)
     sendable = _sendable(fn)
     for attempt in (1, 2):
         try:
-            return _launch_once(sendable, world_size, tuple(args), dict(kwargs or {}), float(timeout), method,
-                                echo, dict(env or {}))
+            return _launch_once(sendable, world_size, tuple(args), dict(kwargs or {}), float(timeout), echo,
+                                dict(env or {}))
         except RankFailed as err:
             if attempt == 2 or not any(word in str(err) for word in ("EADDRINUSE", "address already in use")):
                 raise
@@ -528,11 +488,11 @@ def _rank_env(rank: int, world_size: int, port: int, threads: int, extra: dict[s
             **extra}
 
 
-def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: float, method: str, echo: bool,
+def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: float, echo: bool,
                  env: dict[str, str]) -> Run:
     clock = sync_timer("cpu")
     start = clock()
-    port, threads = free_port(), _threads(world_size, method)
+    port, threads = free_port(), _threads(world_size)
     with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:
         work = Path(tmp)
         job = {"fn": fn, "args": args, "kwargs": kwargs, "world_size": world_size, "threads": threads,
@@ -544,13 +504,13 @@ def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: f
         ranks: list[_Rank] = []
         try:
             for r in range(world_size):
-                ranks.append(_Rank(r, work, method, job["env"][r]))
+                ranks.append(_Rank(r, work, job["env"][r]))
             _watch(ranks, work, time.monotonic() + timeout, timeout, echo)
         finally:
             _stop(ranks)
             if echo:
                 _echo(ranks, final=True)
-        return Run(_results(work, ranks), [r.text() for r in ranks], clock() - start, port, method)
+        return Run(_results(work, ranks), [r.text() for r in ranks], clock() - start, port)
 
 
 def _results(work: Path, ranks: list[_Rank]) -> list[Any]:
@@ -698,8 +658,13 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
     ``DistributedSampler`` (each rank its share, reshuffled every epoch by
     ``set_epoch``); SGD on the mean squared error; a checkpoint written by rank 0
     only, a barrier, and every rank reading it back with ``map_location``.
-    Returns ``{"weights", "resumed", "seconds_per_step", "steps"}`` on the CPU.
-    Chapter 06 writes the same loop as an exercise.
+    Chapter 06 writes the same loop as an exercise, and times this one.
+
+    Returns (on the CPU) ``weights`` (this rank's, trained), ``resumed`` (read
+    back from ``checkpoint``, or None), ``steps``, ``seconds_per_step`` and
+    ``allreduce_seconds``: one all-reduce of as many values as the model has
+    parameters, the communication of one step without the overlap. Both
+    timed with :func:`helpers.benchmark.sync_timer`.
     """
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -710,8 +675,9 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
         torch.manual_seed(seed)
         model = MLP(x.shape[1], hidden, y.shape[1], depth=1).to(dev)
         ddp_model = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
-        sampler = DistributedSampler(TensorDataset(x, y), num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
-        loader = DataLoader(TensorDataset(x, y), batch_size=batch_size, sampler=sampler)
+        dataset = TensorDataset(x, y)
+        sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+        loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
         optimizer = torch.optim.SGD(ddp_model.parameters(), lr=lr)
         clock, steps = sync_timer(dev), 0
         start = clock()
@@ -725,57 +691,32 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
                 steps += 1
         seconds = (clock() - start) / max(steps, 1)
         weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-        resumed = None
-        if checkpoint is not None:
-            if rank == 0:
-                torch.save(model.state_dict(), checkpoint)  # the inner module: no "module." in the keys
-            dist.barrier()  # nobody reads before rank 0 has written
-            where = {"cuda:0": str(dev)} if dev.type == "cuda" else "cpu"
-            resumed = torch.load(checkpoint, map_location=where, weights_only=True)
-            resumed = {k: v.cpu() for k, v in resumed.items()}
-        return {"weights": weights, "resumed": resumed, "seconds_per_step": seconds, "steps": steps}
+        resumed = _checkpoint(model, checkpoint, rank, dev) if checkpoint is not None else None
+        return {"weights": weights, "resumed": resumed, "steps": steps, "seconds_per_step": seconds,
+                "allreduce_seconds": _allreduce_seconds(model, dev)}
     finally:
         dist.destroy_process_group()
 
 
-def time_steps(rank: int, world_size: int, global_batch: int = 256, width: int = 512, steps: int = 20,
-               sync: bool = True) -> dict:
-    """Seconds per training step of an MLP on ``global_batch / world_size`` rows per rank.
-
-    With ``sync=False`` the steps run under ``no_sync()``: the same compute,
-    no gradient all-reduce, so the difference is the cost of communication.
-    The clock is :func:`helpers.benchmark.sync_timer` (it synchronises a GPU
-    before every read); every rank runs the same fixed number of steps,
-    because a rank that stopped early would leave the others waiting.
-    """
-    import contextlib
-
+def _checkpoint(model: torch.nn.Module, path: str, rank: int, dev: torch.device) -> dict[str, torch.Tensor]:
+    """Rank 0 writes, everyone waits, everyone reads back onto its own device."""
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
-    dev = _setup(rank, world_size)
-    try:
-        torch.manual_seed(0)
-        model = DDP(MLP(width, width, 1, depth=2).to(dev), device_ids=[dev.index] if dev.type == "cuda" else None)
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-        rows = max(1, global_batch // world_size)
-        x, y = torch.randn(rows, width, device=dev), torch.randn(rows, 1, device=dev)
-        clock = sync_timer(dev)
+    if rank == 0:
+        torch.save(model.state_dict(), path)  # the inner module: no "module." in the keys
+    dist.barrier()  # nobody reads before rank 0 has written
+    where = {"cuda:0": str(dev)} if dev.type == "cuda" else "cpu"
+    state = torch.load(path, map_location=where, weights_only=True)
+    return {k: v.cpu() for k, v in state.items()}
 
-        def step() -> None:
-            optimizer.zero_grad()
-            with contextlib.nullcontext() if sync else model.no_sync():
-                torch.nn.functional.mse_loss(model(x), y).backward()
-            optimizer.step()
 
-        for _ in range(3):
-            step()  # warm-up: first calls pay for allocation and DDP's bucket set-up
-        dist.barrier()
-        start = clock()
-        for _ in range(steps):
-            step()
-        seconds = (clock() - start) / steps
-        return {"seconds_per_step": seconds, "rows_per_rank": rows, "threads": torch.get_num_threads()}
-    finally:
-        dist.destroy_process_group()
+def _allreduce_seconds(model: torch.nn.Module, dev: torch.device, repeats: int = 10) -> float:
+    import torch.distributed as dist
 
+    grads = torch.zeros(sum(p.numel() for p in model.parameters()), device=dev)
+    clock = sync_timer(dev)
+    dist.all_reduce(grads)  # warm-up
+    start = clock()
+    for _ in range(repeats):
+        dist.all_reduce(grads)
+    return (clock() - start) / repeats
