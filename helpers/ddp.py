@@ -44,6 +44,7 @@ import pickle
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -431,9 +432,9 @@ def _failure(work: Path, ranks: list[_Rank], first: list[int]) -> RankFailed:
     return RankFailed(message, rank, error, detail, logs)
 
 
-def _threads(world_size: int) -> int:
-    """Torch threads per rank: ``OMP_NUM_THREADS`` if set, else the cores shared out (torchrun sets 1)."""
-    env = os.environ.get("OMP_NUM_THREADS")
+def _threads(world_size: int, extra: dict[str, str]) -> int:
+    """Torch threads per rank: ``OMP_NUM_THREADS`` if given or set, else the cores shared out (torchrun sets 1)."""
+    env = extra.get("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS"))
     return int(env) if env and env.isdigit() else max(1, (os.cpu_count() or 1) // world_size)
 
 
@@ -492,7 +493,7 @@ def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: f
                  env: dict[str, str]) -> Run:
     clock = sync_timer("cpu")
     start = clock()
-    port, threads = free_port(), _threads(world_size)
+    port, threads = free_port(), _threads(world_size, env)
     with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:
         work = Path(tmp)
         job = {"fn": fn, "args": args, "kwargs": kwargs, "world_size": world_size, "threads": threads,
@@ -661,7 +662,8 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
     Chapter 06 writes the same loop as an exercise, and times this one.
 
     Returns (on the CPU) ``weights`` (this rank's, trained), ``resumed`` (read
-    back from ``checkpoint``, or None), ``steps``, ``seconds_per_step`` and
+    back from ``checkpoint``, or None), ``steps``, ``seconds_per_step`` (the
+    median: the first steps pay for allocation) and
     ``allreduce_seconds``: one all-reduce of as many values as the model has
     parameters, the communication of one step without the overlap. Both
     timed with :func:`helpers.benchmark.sync_timer`.
@@ -679,20 +681,21 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
         sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
         loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
         optimizer = torch.optim.SGD(ddp_model.parameters(), lr=lr)
-        clock, steps = sync_timer(dev), 0
-        start = clock()
+        clock, times = sync_timer(dev), []
         for epoch in range(epochs):
             sampler.set_epoch(epoch)
+            start = clock()
             for xb, yb in loader:
                 optimizer.zero_grad()
                 loss = torch.nn.functional.mse_loss(ddp_model(xb.to(dev)), yb.to(dev))
                 loss.backward()  # DDP all-reduces the gradients here, bucket by bucket
                 optimizer.step()
-                steps += 1
-        seconds = (clock() - start) / max(steps, 1)
+                times.append(clock() - start)  # batch loading included, as in real training
+                start = clock()
         weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         resumed = _checkpoint(model, checkpoint, rank, dev) if checkpoint is not None else None
-        return {"weights": weights, "resumed": resumed, "steps": steps, "seconds_per_step": seconds,
+        seconds = statistics.median(times) if times else float("nan")  # robust to the first, slow steps
+        return {"weights": weights, "resumed": resumed, "steps": len(times), "seconds_per_step": seconds,
                 "allreduce_seconds": _allreduce_seconds(model, dev)}
     finally:
         dist.destroy_process_group()

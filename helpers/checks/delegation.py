@@ -33,6 +33,8 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "training_memory": {"helpers.memory:estimate_anatomy": "used from chapter 05 on"},
     "amp_train_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
     "amp_clip_step": {"helpers.amp:scaled_step": "used from chapter 06 on"},
+    # guarded inside every rank: chapter 06's checks call train_ddp through solved() in the child process
+    "train_ddp": {"helpers.ddp:train": "chapter 06's DDP loop, timed in its section 5"},
 }
 
 
