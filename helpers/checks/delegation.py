@@ -43,6 +43,7 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
                         "helpers.troubleshoot:slowest_region": "chapter 07's trace reader, used in section 5"},
     "loader_for": {"helpers.dataloader:make_loader": "used in chapter 04 after this exercise"},
     "seed_numpy_worker": {"helpers.dataloader:seed_worker": "used in chapter 04 after this exercise"},
+    "train_ddp": {"helpers.ddp:train": "chapter 06's DDP loop, timed in its section 5"},
 }
 
 

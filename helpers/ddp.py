@@ -1,0 +1,725 @@
+"""Run N processes that train together (DistributedDataParallel), safely, from anywhere.
+
+Chapter 06 (multi-GPU) teaches it. One process per GPU is how PyTorch trains on
+several GPUs; on a machine without GPUs the same code runs with the ``gloo``
+backend, one process per CPU core, and shows every idea but the speed.
+
+Starting processes from a notebook, from nbgrader's kernel or from pytest has
+traps, and :func:`launch` closes each of them:
+
+* **the child must find the function.** ``pickle`` sends a function by name
+  (``__main__.train``), and a fresh interpreter has no notebook, so
+  ``torch.multiprocessing.spawn`` fails with ``Can't get attribute 'train' on
+  <module '__main__'>``. :func:`portable` sends the function's *compiled code*
+  instead, with a recipe for every global name it reads (``torch`` is
+  re-imported, a tensor is pickled), so a function defined in a notebook cell,
+  or exec'd by a grader, runs in the child as it would in the cell;
+* **two runs must not share a port**: each run gets a free one
+  (:func:`free_port` binds to port 0 and lets the system choose);
+* **every run ends**: a rank that raises stops the others (as torchrun does)
+  and :class:`RankFailed` names the rank and its error; a run that hangs (a
+  rank waiting for a collective another rank never calls) is stopped at its
+  limit with :class:`RunTimedOut`;
+* **no process is left behind**: each rank leads its own process group, which
+  is sent SIGTERM, then SIGKILL, and reaped, on success, failure, timeout or
+  an interrupt;
+* **output stays readable**: each rank writes to its own log, streamed with
+  its rank in front of every line, never to the kernel's stderr.
+
+:func:`torchrun` runs a script under ``torch.distributed.run`` the safe way
+(``timeout -s TERM -k 30``, a log file, ranks prefixed). :func:`train` is the
+course's own DDP training loop (the chapter times it with 1 and 2 processes).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import hashlib
+import importlib
+import json
+import marshal
+import os
+import pickle
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from helpers import device as _device
+from helpers.benchmark import sync_timer
+from helpers.models import MLP
+
+__all__ = [
+    "Portable",
+    "PortableError",
+    "RankFailed",
+    "Run",
+    "RunTimedOut",
+    "Torchrun",
+    "free_port",
+    "launch",
+    "pick_backend",
+    "portable",
+    "torchrun",
+    "torchrun_command",
+    "train",
+]
+
+# --------------------------------------------------------------------------- sending a function
+
+
+class PortableError(TypeError):
+    """A function cannot be sent to another process; the message says which name is the problem and why."""
+
+
+_GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"}
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` (and every function nested in it) reads or writes."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _GLOBAL_OPS}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _importable(value: Any) -> tuple[str, str] | None:
+    """(module, qualname) when ``import module; module.qualname`` gives back ``value`` itself."""
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or module in ("__main__", "builtins"):
+        return None
+    if "<locals>" in qualname:
+        return None
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001 - not importable is an answer, not an error
+        return None
+    return (module, qualname) if obj is value else None
+
+
+def _function_recipe(fn: types.FunctionType) -> tuple:
+    if fn.__closure__:
+        names = ", ".join(fn.__code__.co_freevars)
+        raise PortableError(
+            f"`{fn.__name__}` uses variables of the function it is defined in ({names}), which another process "
+            f"cannot see: define `{fn.__name__}` at the top level of a cell and pass those values as arguments.")
+    try:
+        defaults = pickle.dumps((fn.__defaults__, fn.__kwdefaults__))
+    except Exception as err:  # noqa: BLE001
+        raise PortableError(f"a default argument of `{fn.__name__}` cannot be sent to another process ({err}).") from None
+    return ("function", marshal.dumps(fn.__code__), defaults, fn.__qualname__)
+
+
+def _recipe(name: str, value: Any, user: str, found: dict[str, tuple], todo: list) -> tuple:
+    """How a child gets back the global ``name`` (holding ``value``) that function ``user`` reads."""
+    if isinstance(value, types.ModuleType):
+        if value.__name__ == "__main__":
+            raise PortableError(f"`{user}` uses `{name}`, the notebook's own module, which another process does not have.")
+        return ("module", value.__name__)
+    ref = _importable(value)
+    if ref is not None:
+        return ("import", *ref)
+    if isinstance(value, types.FunctionType):
+        todo.append(value)
+        return _function_recipe(value)
+    if isinstance(value, type):
+        raise PortableError(
+            f"`{user}` uses the class `{name}`, defined in the notebook: another process cannot import it. "
+            f"Define the class inside `{user}`, or use one from a module (torch.nn, helpers.models).")
+    try:
+        return ("value", pickle.dumps(value))
+    except Exception as err:  # noqa: BLE001 - what cannot be pickled is named in the message
+        raise PortableError(
+            f"`{user}` uses the global `{name}` (a {type(value).__name__}), which cannot be sent to another "
+            f"process ({err}). Create it inside `{user}`, or pass it as an argument.") from None
+
+
+class Portable:
+    """A function a child process can run although it was defined in a notebook (see :func:`portable`).
+
+    Holds the function's compiled code (``marshal``, valid for the same Python
+    that runs the children: ``sys.executable``) and, for each global name the
+    code reads, a recipe: ``("module", "torch.distributed")``, ``("import",
+    "torch.nn.parallel.distributed", "DistributedDataParallel")``, a pickled
+    value, or another notebook function. Calling it rebuilds the function in
+    a namespace of its own, like the notebook's, then calls it.
+    """
+
+    def __init__(self, name: str, recipes: dict[str, tuple]) -> None:
+        self.name = name
+        self.recipes = recipes
+        self._fn: Callable[..., Any] | None = None
+
+    def __getstate__(self) -> dict:
+        return {"name": self.name, "recipes": self.recipes}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["name"], state["recipes"])
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the code and of every recipe: equal for the same function, different after an edit."""
+        return hashlib.sha256(pickle.dumps(sorted(self.recipes.items()))).hexdigest()[:16]
+
+    def describe(self) -> list[str]:
+        """One line per name the child rebuilds, e.g. ``dist: import torch.distributed``."""
+        lines = []
+        for name, (kind, *rest) in sorted(self.recipes.items()):
+            what = {"module": lambda: f"import {rest[0]}",
+                    "import": lambda: f"from {rest[0]} import {rest[1]}",
+                    "function": lambda: f"compiled code of the function {rest[2]}",
+                    "value": lambda: f"a pickled value ({len(rest[0])} bytes)"}[kind]()
+            lines.append(f"{name}: {what}")
+        return lines
+
+    def rebuild(self) -> Callable[..., Any]:
+        """The function, rebuilt here (in the child) from its recipes."""
+        if self._fn is None:
+            ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+            for name, (kind, *rest) in self.recipes.items():
+                if kind == "module":
+                    ns[name] = importlib.import_module(rest[0])
+                elif kind == "import":
+                    obj: Any = importlib.import_module(rest[0])
+                    for part in rest[1].split("."):
+                        obj = getattr(obj, part)
+                    ns[name] = obj
+                elif kind == "value":
+                    ns[name] = pickle.loads(rest[0])
+                else:  # a notebook function: its code, in the shared namespace, with its defaults
+                    code = marshal.loads(rest[0])
+                    fn = types.FunctionType(code, ns, code.co_name)
+                    fn.__defaults__, fn.__kwdefaults__ = pickle.loads(rest[1])
+                    fn.__qualname__ = rest[2]
+                    ns[name] = fn
+            self._fn = ns[self.name]
+        return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.rebuild()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<portable function {self.name} ({len(self.recipes)} names)>"
+
+
+def portable(fn: Callable[..., Any]) -> Portable:
+    """Package ``fn`` (defined in a notebook, a script or exec'd code) so a child process can run it.
+
+    Needs no source file (``inspect.getsource`` fails on exec'd code): the
+    function's code object travels, with the globals it reads. Refused, with
+    a message that says what to change: closures, notebook classes, and
+    globals that cannot be pickled (an open file, a lock).
+    """
+    if isinstance(fn, Portable):
+        return fn
+    if not isinstance(fn, types.FunctionType):
+        raise PortableError(f"portable() takes a function defined with `def`, not a {type(fn).__name__}.")
+    found: dict[str, tuple] = {fn.__name__: _function_recipe(fn)}
+    todo, seen = [fn], set()
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for name in sorted(_global_names(current.__code__)):
+            if name in found or name not in current.__globals__:
+                continue  # a builtin, or a name the function defines itself when it runs
+            found[name] = _recipe(name, current.__globals__[name], current.__name__, found, todo)
+    return Portable(fn.__name__, found)
+
+
+def _sendable(fn: Callable[..., Any]) -> Any:
+    """What to pickle for a child: an importable function by reference, anything else as :class:`Portable`."""
+    if isinstance(fn, Portable) or (not isinstance(fn, types.FunctionType) and callable(fn)):
+        return fn
+    return fn if _importable(fn) is not None else portable(fn)
+
+
+# --------------------------------------------------------------------------- errors and results
+
+
+def free_port() -> int:
+    """A TCP port nobody is listening on now: the system picks one when asked to bind to port 0."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Run:
+    """What a finished :func:`launch` gives back: each rank's return value and output."""
+
+    results: list[Any]  #: the return value of each rank, by rank
+    logs: list[str]  #: everything each rank printed (stdout and stderr), by rank
+    seconds: float  #: wall time of the run, start-up included
+    port: int  #: the port rank 0 listened on
+
+
+class RankFailed(RuntimeError):
+    """A rank raised (or died); the message names the rank, the error and the end of its traceback."""
+
+    def __init__(self, message: str, rank: int, error: str, detail: str, logs: list[str]) -> None:
+        super().__init__(message)
+        self.rank, self.error, self.detail, self.logs = rank, error, detail, logs
+
+
+class RunTimedOut(TimeoutError):
+    """The run did not finish within its limit; every rank was stopped."""
+
+    def __init__(self, message: str, running: list[int], logs: list[str]) -> None:
+        super().__init__(message)
+        self.running, self.logs = running, logs
+
+
+_SECONDARY = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "stopped by the launcher")
+
+
+def _tail(text: str, lines: int = 8) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return "\n".join("    " + line for line in kept[-lines:])
+
+
+# --------------------------------------------------------------------------- the child side
+
+
+def _run_rank(work: Path, rank: int) -> int:
+    """Body of every rank: rebuild the job, run it, leave the result (or the error) in ``work``."""
+    job = pickle.loads((work / "job.pkl").read_bytes())
+    os.environ.update(job["env"][rank])
+    torch.set_num_threads(job["threads"])
+    try:
+        fn = job["fn"]
+        result = fn(rank, job["world_size"], *job["args"], **job["kwargs"])
+        torch.save(result, work / f"result{rank}.pt")
+        return 0
+    except BaseException as err:  # noqa: BLE001 - every failure is reported to the parent, SystemExit too
+        record = {"rank": rank, "error": type(err).__name__, "message": str(err), "time": time.time(),
+                  "traceback": _user_traceback(err)}
+        (work / f"error{rank}.json").write_text(json.dumps(record))
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _user_traceback(err: BaseException) -> str:
+    """The traceback without this module's own frames: the learner's code and torch's."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename != __file__]
+    return "".join(traceback.format_list(frames) + traceback.format_exception_only(type(err), err))
+
+
+def _spawned_child() -> None:
+    """Entry point of a spawned rank: ``python -c '...' WORK RANK``."""
+    sys.exit(_run_rank(Path(sys.argv[1]), int(sys.argv[2])))
+
+
+# --------------------------------------------------------------------------- the parent side
+
+
+class _LogTail:
+    """Reads what a process appended to its log since the last read, line by line."""
+
+    def __init__(self, path: Path) -> None:
+        self.log, self.offset, self.partial = path, 0, ""
+
+    def new_output(self) -> str:
+        """Complete lines written since the last call."""
+        with open(self.log, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        self.offset += len(data)
+        text = self.partial + data.decode("utf-8", "replace")
+        lines, _, self.partial = text.rpartition("\n")
+        return lines + "\n" if lines else ""
+
+    def text(self) -> str:
+        return self.log.read_text("utf-8", "replace") if self.log.exists() else ""
+
+
+class _Rank(_LogTail):
+    """One started rank: its process, its log, and how to stop its whole process group."""
+
+    def __init__(self, rank: int, work: Path, env: dict[str, str]) -> None:
+        super().__init__(work / f"rank{rank}.log")
+        self.rank = rank
+        boot = "import sys; from helpers.ddp import _spawned_child; _spawned_child()"
+        with open(self.log, "wb") as out:  # from its first byte, the rank's output goes to its log
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", boot, str(work), str(rank)], stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
+                start_new_session=True)  # its own process group: stopping it stops its children too
+        self.pid = self.proc.pid
+
+    def exitcode(self) -> int | None:
+        return self.proc.poll()
+
+    def signal(self, sig: int) -> None:
+        """Signal the rank's process group: the rank and anything it started (DataLoader workers)."""
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reap(self, timeout: float) -> None:
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+
+def _stop(ranks: list[_Rank], grace: float = 3.0) -> None:
+    """SIGTERM every rank's group, SIGKILL what is left after ``grace`` s, reap them all."""
+    for r in ranks:
+        if r.exitcode() is None:
+            r.signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(r.exitcode() is None for r in ranks) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for r in ranks:
+        r.signal(signal.SIGKILL)  # also sweeps grandchildren left in the group (DataLoader workers)
+    for r in ranks:
+        r.reap(5.0)
+
+
+def _echo(ranks: list[_Rank], final: bool = False) -> None:
+    for r in ranks:
+        text = r.new_output()
+        if final and r.partial:
+            text, r.partial = text + r.partial + "\n", ""
+        for line in text.splitlines():
+            print(f"[rank{r.rank}] {line}", flush=True)
+
+
+def _failure(work: Path, ranks: list[_Rank], first: list[int]) -> RankFailed:
+    """The root cause: the earliest error that is not a peer's reaction to it, else the rank that died first."""
+    errors = [json.loads(p.read_text()) for p in sorted(work.glob("error*.json"))]
+    errors.sort(key=lambda e: (any(s in e["message"] for s in _SECONDARY), e["time"]))
+    logs = [r.text() for r in ranks]
+    if errors:
+        e = errors[0]
+        detail = e["traceback"]
+        message = f"rank {e['rank']} failed: {e['error']}: {e['message']}\n{_tail(detail)}"
+        rank, error = e["rank"], e["error"]
+    else:
+        dead = ranks[first[0]]
+        code = dead.exitcode()
+        how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        message = (f"rank {dead.rank} died ({how}) without a Python error (out of memory, a crash in C++, or "
+                   f"killed from outside); its last output:\n{_tail(dead.text()) or '    (none)'}")
+        rank, error, detail = dead.rank, "died", how
+    others = [r.rank for r in ranks if r.rank != rank]
+    if others:
+        message += f"\nThe other rank(s) {others} were stopped, as torchrun does when one rank fails."
+    return RankFailed(message, rank, error, detail, logs)
+
+
+def _threads(world_size: int, extra: dict[str, str]) -> int:
+    """Torch threads per rank: ``OMP_NUM_THREADS`` if given or set, else the cores shared out (torchrun sets 1)."""
+    env = extra.get("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS"))
+    return int(env) if env and env.isdigit() else max(1, (os.cpu_count() or 1) // world_size)
+
+
+def _validate(fn: Any, world_size: Any, timeout: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"launch() needs a function to run on every rank, not a {type(fn).__name__}.")
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        raise ValueError(f"world_size must be a whole number of processes, at least 1, not {world_size!r}.")
+    if not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}: every run needs a limit.")
+
+
+def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] = (),
+           kwargs: dict[str, Any] | None = None, timeout: float = 60.0, echo: bool = True,
+           env: dict[str, str] | None = None) -> Run:
+    """Run ``fn(rank, world_size, *args, **kwargs)`` in ``world_size`` processes; return every rank's result.
+
+    Each rank finds what ``torch.distributed.init_process_group()`` reads in
+    its environment, as under torchrun: ``MASTER_ADDR``, ``MASTER_PORT`` (a
+    free port), ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``; ``OMP_NUM_THREADS``
+    too. ``fn`` may be defined in a notebook (see :func:`portable`). Its
+    arguments and return value travel by pickle (tensors are fine).
+
+    Every rank is a fresh interpreter (``sys.executable``), whatever start
+    method ``multiprocessing`` is set to: it pays torch's import (a second or
+    more) but inherits nothing from this process. A forked copy of a process
+    that has imported ``torch._dynamo`` (the first DDP or optimizer step does)
+    was measured to hang at exit, in ``ProcessGroupGloo``'s destructor; CUDA
+    cannot be used after a fork either.
+
+    Raises :class:`RankFailed` when a rank raises or dies (the others are
+    stopped) and :class:`RunTimedOut` after ``timeout`` seconds. With
+    ``echo``, every line a rank prints is shown as it comes, as
+    ``[rank1] ...``. A port taken by someone else between choosing and
+    binding it (EADDRINUSE) is retried once with another.
+    """
+    _validate(fn, world_size, timeout)
+    sendable = _sendable(fn)
+    for attempt in (1, 2):
+        try:
+            return _launch_once(sendable, world_size, tuple(args), dict(kwargs or {}), float(timeout), echo,
+                                dict(env or {}))
+        except RankFailed as err:
+            if attempt == 2 or not any(word in str(err) for word in ("EADDRINUSE", "address already in use")):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _rank_env(rank: int, world_size: int, port: int, threads: int, extra: dict[str, str]) -> dict[str, str]:
+    return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size), "OMP_NUM_THREADS": str(threads),
+            **extra}
+
+
+def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: float, echo: bool,
+                 env: dict[str, str]) -> Run:
+    clock = sync_timer("cpu")
+    start = clock()
+    port, threads = free_port(), _threads(world_size, env)
+    with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:
+        work = Path(tmp)
+        job = {"fn": fn, "args": args, "kwargs": kwargs, "world_size": world_size, "threads": threads,
+               "env": [_rank_env(r, world_size, port, threads, env) for r in range(world_size)]}
+        try:
+            (work / "job.pkl").write_bytes(pickle.dumps(job))
+        except Exception as err:  # noqa: BLE001
+            raise PortableError(f"the arguments of this run cannot be sent to another process: {err}") from None
+        ranks: list[_Rank] = []
+        try:
+            for r in range(world_size):
+                ranks.append(_Rank(r, work, job["env"][r]))
+            _watch(ranks, work, time.monotonic() + timeout, timeout, echo)
+        finally:
+            _stop(ranks)
+            if echo:
+                _echo(ranks, final=True)
+        return Run(_results(work, ranks), [r.text() for r in ranks], clock() - start, port)
+
+
+def _results(work: Path, ranks: list[_Rank]) -> list[Any]:
+    results = []
+    for r in ranks:
+        path = work / f"result{r.rank}.pt"
+        if not path.exists():
+            raise RankFailed(f"rank {r.rank} exited without returning a result (sys.exit or os._exit inside the "
+                             f"function?); its last output:\n{_tail(r.text())}", r.rank, "no result", "", [])
+        results.append(torch.load(path, map_location="cpu", weights_only=False))
+    return results
+
+
+def _watch(ranks: list[_Rank], work: Path, deadline: float, timeout: float, echo: bool) -> None:
+    """Wait until every rank has exited; raise at the first failure or at the deadline."""
+    while True:
+        if echo:
+            _echo(ranks)
+        codes = [r.exitcode() for r in ranks]
+        first = [r.rank for r, c in zip(ranks, codes) if c not in (None, 0)]
+        if first:
+            time.sleep(0.2)  # let a peer's secondary error land, so the root cause is told apart
+            _stop(ranks, grace=1.0)
+            if echo:
+                _echo(ranks, final=True)
+            raise _failure(work, ranks, first)
+        if all(c == 0 for c in codes):
+            return
+        if time.monotonic() > deadline:
+            running = [r.rank for r, c in zip(ranks, codes) if c is None]
+            _stop(ranks)
+            logs = [r.text() for r in ranks]
+            last = "\n".join(f"  rank {i}:\n{_tail(logs[i], 4) or '    (no output)'}" for i in running)
+            raise RunTimedOut(
+                f"the run did not finish within {timeout:g} s: rank(s) {running} were still running and were "
+                f"stopped. A rank that waits in a collective another rank never calls (or a loop that never "
+                f"ends) hangs until a limit like this one; a short timeout= in init_process_group turns the "
+                f"first kind into an error that names the collective. Last output:\n{last}", running, logs)
+        time.sleep(0.02)
+
+
+# --------------------------------------------------------------------------- torchrun
+
+
+def torchrun_command(script: str | os.PathLike, nproc: int = 2, limit: int = 120, *script_args: str,
+                     standalone: bool = True) -> list[str]:
+    """The command that runs ``script`` on ``nproc`` processes under torchrun, bounded in time.
+
+    ``timeout -s TERM -k 30 LIMIT``: at the limit torchrun gets SIGTERM, which
+    it passes on to its workers ("Received 15 death signal, shutting down
+    workers"); SIGKILL would leave the workers running (they live in sessions
+    of their own), so SIGKILL comes only 30 s later. ``sys.executable -m
+    torch.distributed.run`` because ``torchrun`` is not on a notebook's PATH in
+    a venv. ``--standalone``: a rendezvous on a free port of this machine.
+    ``--tee 3``: every line prefixed with its rank (``[default0]:``).
+    """
+    cmd = [sys.executable, "-m", "torch.distributed.run"]
+    cmd += ["--standalone"] if standalone else []
+    cmd += [f"--nproc_per_node={int(nproc)}", "--tee", "3", str(script), *map(str, script_args)]
+    if shutil.which("timeout"):
+        cmd = ["timeout", "-s", "TERM", "-k", "30", str(int(limit)), *cmd]
+    return cmd
+
+
+@dataclass
+class Torchrun:
+    """What :func:`torchrun` saw: the exit code and everything printed."""
+
+    returncode: int
+    output: str
+    seconds: float
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode in (124, 137, -signal.SIGTERM, -signal.SIGKILL)
+
+
+def torchrun(script: str | os.PathLike, nproc: int = 2, limit: int = 120, *script_args: str,
+             env: dict[str, str] | None = None, echo: bool = True) -> Torchrun:
+    """Run ``script`` under torchrun (see :func:`torchrun_command`), streaming its output as it comes.
+
+    Output goes to a log file, never a pipe: a worker that outlives torchrun
+    would hold a pipe open and a reader would wait for ever.
+    """
+    cmd = torchrun_command(script, nproc, limit, *script_args)
+    clock = sync_timer("cpu")
+    start = clock()
+    with tempfile.TemporaryDirectory(prefix="torchrun-") as tmp:
+        log_path = Path(tmp) / "torchrun.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
+        reader = _LogTail(log_path)
+        deadline = time.monotonic() + limit + 35
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                if echo:
+                    print(reader.new_output(), end="", flush=True)
+                time.sleep(0.05)
+        finally:
+            if proc.poll() is None:  # `timeout` missing or stuck: the same TERM, then KILL, by hand
+                proc.terminate()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        if echo:
+            print(reader.new_output() + reader.partial, end="", flush=True)
+        return Torchrun(proc.returncode, log_path.read_text("utf-8", "replace"), clock() - start, cmd)
+
+
+# --------------------------------------------------------------------------- the course's DDP training loop
+
+
+def pick_backend(rank: int, world_size: int) -> tuple[str, torch.device]:
+    """``("nccl", cuda:rank)`` when there is a GPU for every rank, else ``("gloo", cpu)``.
+
+    NCCL moves tensors between GPUs and refuses two ranks on one GPU; gloo
+    runs on CPUs everywhere (and is what the course uses without GPUs).
+    """
+    gpus = [d for d in _device.available_devices() if d.type == "cuda"]
+    if len(gpus) >= world_size:
+        return "nccl", torch.device("cuda", rank)
+    return "gloo", torch.device("cpu")
+
+
+def _setup(rank: int, world_size: int, seconds: float = 60.0) -> torch.device:
+    import torch.distributed as dist
+
+    backend, dev = pick_backend(rank, world_size)
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=seconds))
+    return dev
+
+
+def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoint: str | None = None,
+          epochs: int = 2, batch_size: int = 4, lr: float = 0.05, seed: int = 0, hidden: int = 16) -> dict:
+    """The course's DDP training loop, run on every rank (through :func:`launch` or torchrun).
+
+    Process group; the model built after ``torch.manual_seed(seed)``, moved to
+    its device, then wrapped (DDP broadcasts rank 0's weights); a
+    ``DistributedSampler`` (each rank its share, reshuffled every epoch by
+    ``set_epoch``); SGD on the mean squared error; a checkpoint written by rank 0
+    only, a barrier, and every rank reading it back with ``map_location``.
+    Chapter 06 writes the same loop as an exercise, and times this one.
+
+    Returns (on the CPU) ``weights`` (this rank's, trained), ``resumed`` (read
+    back from ``checkpoint``, or None), ``steps``, ``seconds_per_step`` (the
+    median: the first steps pay for allocation) and
+    ``allreduce_seconds``: one all-reduce of as many values as the model has
+    parameters, the communication of one step without the overlap. Both
+    timed with :func:`helpers.benchmark.sync_timer`.
+    """
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+    dev = _setup(rank, world_size)
+    try:
+        torch.manual_seed(seed)
+        model = MLP(x.shape[1], hidden, y.shape[1], depth=1).to(dev)
+        ddp_model = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+        dataset = TensorDataset(x, y)
+        sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+        loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+        optimizer = torch.optim.SGD(ddp_model.parameters(), lr=lr)
+        clock, times = sync_timer(dev), []
+        for epoch in range(epochs):
+            sampler.set_epoch(epoch)
+            start = clock()
+            for xb, yb in loader:
+                optimizer.zero_grad()
+                loss = torch.nn.functional.mse_loss(ddp_model(xb.to(dev)), yb.to(dev))
+                loss.backward()  # DDP all-reduces the gradients here, bucket by bucket
+                optimizer.step()
+                times.append(clock() - start)  # batch loading included, as in real training
+                start = clock()
+        weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        resumed = _checkpoint(model, checkpoint, rank, dev) if checkpoint is not None else None
+        seconds = statistics.median(times) if times else float("nan")  # robust to the first, slow steps
+        return {"weights": weights, "resumed": resumed, "steps": len(times), "seconds_per_step": seconds,
+                "allreduce_seconds": _allreduce_seconds(model, dev)}
+    finally:
+        dist.destroy_process_group()
+
+
+def _checkpoint(model: torch.nn.Module, path: str, rank: int, dev: torch.device) -> dict[str, torch.Tensor]:
+    """Rank 0 writes, everyone waits, everyone reads back onto its own device."""
+    import torch.distributed as dist
+
+    if rank == 0:
+        torch.save(model.state_dict(), path)  # the inner module: no "module." in the keys
+    dist.barrier()  # nobody reads before rank 0 has written
+    where = {"cuda:0": str(dev)} if dev.type == "cuda" else "cpu"
+    state = torch.load(path, map_location=where, weights_only=True)
+    return {k: v.cpu() for k, v in state.items()}
+
+
+def _allreduce_seconds(model: torch.nn.Module, dev: torch.device, repeats: int = 10) -> float:
+    import torch.distributed as dist
+
+    grads = torch.zeros(sum(p.numel() for p in model.parameters()), device=dev)
+    clock = sync_timer(dev)
+    dist.all_reduce(grads)  # warm-up
+    start = clock()
+    for _ in range(repeats):
+        dist.all_reduce(grads)
+    return (clock() - start) / repeats

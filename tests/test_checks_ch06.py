@@ -1,0 +1,168 @@
+"""helpers.checks.ch06: the verdicts name each mistake, one launch serves both training cells, and grading
+never stalls: a hanging or killed learner function ends in a CheckFailed that says so, in bounded time.
+
+Most tests feed the verdicts synthetic per-rank records (no processes). The whole chapter, with every wrong
+submission, runs in tests/test_exercises.py.
+"""
+
+import textwrap
+import time
+
+import psutil
+import pytest
+import torch
+
+from helpers.checks import CheckFailed, ch06
+from helpers.models import make_regression
+
+
+def cell(source: str) -> dict:
+    namespace = {"__name__": "__main__"}
+    exec(compile(textwrap.dedent(source), "<cell>", "exec"), namespace)
+    return namespace
+
+
+# --------------------------------------------------------------------------- the single-process reference
+
+
+def test_reference_depends_on_set_epoch_only_after_the_first_epoch():
+    x, y = make_regression(12, 5, seed=1)
+    args = dict(world_size=2, batch_size=2, lr=0.1, seed=0)
+    one_epoch = [ch06.reference_weights(x, y, epochs=1, set_epoch=s, **args) for s in (True, False)]
+    assert all(torch.equal(one_epoch[0][k], one_epoch[1][k]) for k in one_epoch[0])
+    three = [ch06.reference_weights(x, y, epochs=3, set_epoch=s, **args) for s in (True, False)]
+    assert ch06._largest_gap(three[0], three[1]) > 1e-3  # big enough that the check can tell them apart
+
+
+def test_reference_shards_are_distributed_samplers():
+    shards = ch06._shards(11, 2, seed=5, epoch=1)
+    assert len(shards[0]) == len(shards[1]) == 6  # padded to an even split, as DistributedSampler does
+    assert set(shards[0]) | set(shards[1]) == set(range(11))
+
+
+# --------------------------------------------------------------------------- exercise 1 verdicts, synthetic
+
+
+def outcome(records, n=12, epochs=3, **changes):
+    x, y = make_regression(n, 5, seed=100)
+    case = {"epochs": epochs, "batch_size": 2, "lr": 0.1, "seed": 0, "world_size": 2, **changes}
+    expected = ch06.reference_weights(x, y, 2, epochs, 2, 0.1, 0)
+    return ch06.TrainOutcome(case, x, y, expected, records, None)
+
+
+def record(trained, **notes):
+    base = {"wraps": 1, "moved_before": True, "moved_after": False, "rows": 18, "set_epoch": [0, 1, 2],
+            "saves": [], "loads": [], "early_load": False, "trained": trained, "returned": None, "error": None}
+    return {**base, **notes}
+
+
+def test_diagnose_names_ranks_that_trained_alone():
+    o = outcome([])
+    other = {k: v + 1 for k, v in o.expected.items()}
+    with pytest.raises(CheckFailed, match="different weights"):
+        ch06._diagnose(o, [o.expected, other], o.expected)
+
+
+def test_diagnose_names_the_whole_dataset_on_every_rank():
+    o = outcome([record(None, rows=36), record(None, rows=36)])
+    wrong = {k: v + 1 for k, v in o.expected.items()}
+    with pytest.raises(CheckFailed, match="whole dataset"):
+        ch06._diagnose(o, [wrong, wrong], o.expected)
+
+
+def test_diagnose_names_a_missing_set_epoch():
+    o = outcome([record(None, set_epoch=[]), record(None, set_epoch=[])])
+    same_order = ch06.reference_weights(o.x, o.y, 2, 3, 2, 0.1, 0, set_epoch=False)
+    with pytest.raises(CheckFailed, match="same order every epoch"):
+        ch06._diagnose(o, [same_order, same_order], o.expected)
+
+
+def test_diagnose_falls_back_to_what_to_compare():
+    o = outcome([record(None), record(None)])
+    wrong = {k: v * 0 for k, v in o.expected.items()}
+    with pytest.raises(CheckFailed, match="differ from one process"):
+        ch06._diagnose(o, [wrong, wrong], o.expected)
+
+
+# --------------------------------------------------------------------------- exercise 2 verdicts, synthetic
+
+
+def grads_record(mine, local, reduced=False):
+    return {"mine": mine, "local": local, "error": None, "weights_reduced": reduced}
+
+
+LOCAL = [[torch.tensor([1.0, 2.0]), torch.tensor([3.0])], [torch.tensor([3.0, 4.0]), torch.tensor([5.0])]]
+MEAN = [torch.tensor([2.0, 3.0]), torch.tensor([4.0])]
+
+
+@pytest.mark.parametrize("mine, words", [
+    ([m * 2 for m in MEAN], "summed over the 2 processes"),
+    ([m * 0.5 for m in MEAN], "0.5 times DDP's"),
+    (LOCAL[0], "nothing was exchanged"),
+    ([g / 2 for g in LOCAL[0]], "only scaled"),
+    ([None, MEAN[1]], "a gradient was removed"),
+])
+def test_gradient_verdicts_name_the_mistake(mine, words):
+    with pytest.raises(CheckFailed, match=words):
+        ch06._check_rank_grads(0, grads_record(mine, LOCAL[0]), MEAN, 2)
+
+
+def test_gradient_verdict_passes_the_mean_and_names_reduced_weights():
+    ch06._check_rank_grads(0, grads_record([m.clone() for m in MEAN], LOCAL[0]), MEAN, 2)
+    with pytest.raises(CheckFailed, match="the weights, not the gradients"):
+        ch06._check_rank_grads(0, grads_record(LOCAL[0], LOCAL[0], reduced=True), MEAN, 2)
+
+
+def test_a_frozen_parameter_must_keep_no_gradient():
+    with pytest.raises(CheckFailed, match="frozen"):
+        ch06._check_rank_grads(0, grads_record([torch.ones(2), MEAN[1]], [None, LOCAL[0][1]]), [None, MEAN[1]], 2)
+
+
+# --------------------------------------------------------------------------- real launches: bounded, cached
+
+
+def test_one_launch_serves_both_training_cells(monkeypatch):
+    launches = []
+    real = ch06._launch
+    monkeypatch.setattr(ch06, "_launch", lambda *a: launches.append(a) or real(*a))
+    stub = cell("def train_ddp(rank, world_size, x, y, checkpoint, epochs=2, batch_size=4, lr=0.05, seed=0):\n"
+                "    raise NotImplementedError()\n")["train_ddp"]
+    for verdict in (ch06.check_ddp_weights, ch06.check_ddp_checkpoint):
+        with pytest.raises(CheckFailed, match="`train_ddp` is not written yet"):
+            verdict(stub, n=9, seed=11)
+    assert len(launches) == 1
+
+
+def test_a_hanging_learner_ends_in_a_verdict(monkeypatch):
+    monkeypatch.setattr(ch06, "LIMIT", 8.0)
+    hang = cell("def average_gradients(model):\n    while True:\n        pass\n")["average_gradients"]
+    start = time.monotonic()
+    with pytest.raises(CheckFailed, match="did not end"):
+        ch06.check_average_gradients(hang)
+    assert time.monotonic() - start < 30
+    assert psutil.Process().children(recursive=True) == []
+
+
+def test_a_rank_killed_halfway_names_the_rank():
+    killer = cell("""
+        import os, signal
+        def average_gradients(model):
+            import torch.distributed as dist
+            if dist.get_rank() == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+    """)["average_gradients"]
+    with pytest.raises(CheckFailed, match="rank 1 died"):
+        ch06.check_average_gradients(killer)
+
+
+def test_a_function_that_cannot_travel_is_named():
+    def outer():
+        k = 2
+
+        def average_gradients(model):
+            return k
+
+        return average_gradients
+
+    with pytest.raises(CheckFailed, match="cannot run in another process"):
+        ch06.check_average_gradients(outer())

@@ -1,0 +1,231 @@
+"""helpers.ddp: N processes from a notebook, a grader or pytest: a free port each run, a bounded time, every
+process reaped, a crash that names its rank; portable() sends functions that have no importable name.
+
+Every test that starts processes checks that none is left behind (psutil). No test uses a fixed port, so
+two runs of this file at once do not collide.
+"""
+
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import textwrap
+import threading
+import time
+
+import psutil
+import pytest
+import torch
+
+from helpers import ddp
+from helpers.checks import fake_machine
+from helpers.checks.ch06 import reference_weights
+from helpers.models import make_regression
+
+
+@pytest.fixture
+def no_leftovers():
+    """After the test, this process has no child (nor grandchild) left."""
+    yield
+    deadline = time.monotonic() + 5
+    while psutil.Process().children(recursive=True) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert psutil.Process().children(recursive=True) == []
+
+
+def cell(source: str) -> dict:
+    """Run ``source`` the way tests/test_exercises.py runs a notebook cell: exec'd, no source file."""
+    namespace = {"__name__": "__main__"}
+    exec(compile(textwrap.dedent(source), "<cell>", "exec"), namespace)
+    return namespace
+
+
+ALL_REDUCE = cell("""
+    import os
+    import torch
+    import torch.distributed as dist
+    scale = torch.tensor([10.0])
+
+    def helper(t):
+        return t * scale
+
+    def work(rank, world_size, offset=0.0):
+        dist.init_process_group("gloo")  # env:// from what launch set
+        t = torch.tensor([float(rank + 1)])
+        dist.all_reduce(t)
+        print(f"hello from {rank}")
+        env = {k: os.environ[k] for k in ("RANK", "WORLD_SIZE", "MASTER_PORT", "OMP_NUM_THREADS")}
+        dist.destroy_process_group()
+        return helper(t) + offset, env
+""")
+
+
+def test_free_port_is_free_and_bindable():
+    port = ddp.free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+    assert 1024 <= port <= 65535
+
+
+def test_portable_rebuilds_an_execd_function_without_its_source():
+    sent = ddp.portable(ALL_REDUCE["work"])
+    kinds = {name: recipe[0] for name, recipe in sent.recipes.items()}
+    assert kinds == {"work": "function", "helper": "function", "dist": "module", "os": "module", "torch": "module",
+                     "scale": "value"}
+    assert ddp.portable(ALL_REDUCE["helper"])(torch.ones(1)).item() == 10.0  # rebuilt here, called here
+    assert any("import torch.distributed" in line for line in sent.describe())
+
+
+def test_portable_fingerprint_follows_the_code():
+    a = cell("def f(rank, world_size):\n    return 1\n")["f"]
+    b = cell("def f(rank, world_size):\n    return 2\n")["f"]
+    assert ddp.portable(a).fingerprint == ddp.portable(a).fingerprint != ddp.portable(b).fingerprint
+
+
+@pytest.mark.parametrize("source, words", [
+    ("def outer():\n    k = 1\n    def f(rank, world_size):\n        return k\n    return f\nf = outer()\n",
+     "define `f` at the top level"),
+    ("class Net:\n    pass\ndef f(rank, world_size):\n    return Net()\n", "class `Net`"),
+    ("import threading\nlock = threading.Lock()\ndef f(rank, world_size):\n    return lock\n", "global `lock`"),
+])
+def test_portable_refuses_what_a_child_cannot_rebuild(source, words):
+    with pytest.raises(ddp.PortableError, match=words):
+        ddp.portable(cell(source)["f"])
+
+
+def test_launch_runs_every_rank_and_streams_output_with_its_rank(capsys, no_leftovers):
+    run = ddp.launch(ALL_REDUCE["work"], 2, kwargs={"offset": 0.5}, timeout=90)
+    values = [value.item() for value, _ in run.results]
+    envs = [env for _, env in run.results]
+    assert values == [30.5, 30.5]  # (1 + 2) * 10 + 0.5 on both ranks
+    assert [e["RANK"] for e in envs] == ["0", "1"] and {e["WORLD_SIZE"] for e in envs} == {"2"}
+    assert {e["MASTER_PORT"] for e in envs} == {str(run.port)}
+    assert {e["OMP_NUM_THREADS"] for e in envs} == {str(max(1, (os.cpu_count() or 1) // 2))}
+    out = capsys.readouterr()
+    assert "[rank0] hello from 0" in out.out and "[rank1] hello from 1" in out.out
+    assert "hello" not in out.err  # a rank's output never reaches this process's stderr
+
+
+def test_a_rank_that_raises_is_named_and_the_others_are_stopped(no_leftovers):
+    ns = cell("""
+        import time
+        import torch.distributed as dist
+        def f(rank, world_size):
+            dist.init_process_group("gloo")
+            if rank == 1:
+                raise ValueError("bad batch on rank 1")
+            time.sleep(60)  # would hold the run for a minute if nobody stopped it
+    """)
+    start = time.monotonic()
+    with pytest.raises(ddp.RankFailed, match="rank 1 failed: ValueError: bad batch on rank 1") as info:
+        ddp.launch(ns["f"], 2, timeout=90, echo=False)
+    assert info.value.rank == 1 and info.value.error == "ValueError"
+    assert "were stopped" in str(info.value) and time.monotonic() - start < 45
+
+
+def test_a_hang_ends_at_its_limit_and_takes_its_children_with_it(no_leftovers):
+    ns = cell("""
+        import subprocess, sys
+        def f(rank, world_size):
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # a grandchild
+            while True:
+                pass
+    """)
+    start = time.monotonic()
+    with pytest.raises(ddp.RunTimedOut, match=r"did not finish within 6 s: rank\(s\) \[0, 1\]") as info:
+        ddp.launch(ns["f"], 2, timeout=6, echo=False)
+    assert info.value.running == [0, 1] and time.monotonic() - start < 20
+
+
+def test_a_rank_killed_from_outside_is_reported(no_leftovers):
+    ns = cell("""
+        import os, signal, time
+        def f(rank, world_size):
+            if rank == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(60)
+    """)
+    with pytest.raises(ddp.RankFailed, match="rank 1 died .killed by signal SIGKILL"):
+        ddp.launch(ns["f"], 2, timeout=90, echo=False)
+
+
+def test_an_interrupt_while_waiting_stops_every_rank(no_leftovers):
+    ns = cell("import time\ndef f(rank, world_size):\n    time.sleep(60)\n")
+    timer = threading.Timer(4.0, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ddp.launch(ns["f"], 2, timeout=90, echo=False)
+    finally:
+        timer.cancel()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_works_whatever_start_method_multiprocessing_is_set_to(method, no_leftovers):
+    saved = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method(method, force=True)
+    try:
+        run = ddp.launch(cell("def f(rank, world_size):\n    return rank * 7\n")["f"], 2, timeout=90, echo=False)
+    finally:
+        multiprocessing.set_start_method(saved, force=True)
+    assert run.results == [0, 7]
+
+
+def test_two_runs_at_once_use_different_ports(no_leftovers):
+    runs = {}
+    f = ALL_REDUCE["work"]
+    threads = [threading.Thread(target=lambda i=i: runs.__setitem__(i, ddp.launch(f, 2, timeout=120, echo=False)))
+               for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert runs[0].port != runs[1].port
+    assert all(value.item() == 30.0 for run in runs.values() for value, _ in run.results)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"world_size": 0}, "world_size"), ({"world_size": 2, "timeout": 0}, "timeout"),
+])
+def test_bad_arguments_are_refused_before_anything_starts(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        ddp.launch(ALL_REDUCE["work"], **kwargs)
+    with pytest.raises(TypeError, match="function"):
+        ddp.launch("not a function")
+
+
+def test_pick_backend_takes_nccl_only_with_a_gpu_per_rank():
+    assert ddp.pick_backend(1, 2) == ("gloo", torch.device("cpu"))
+    with fake_machine(cuda=2):
+        assert ddp.pick_backend(1, 2) == ("nccl", torch.device("cuda", 1))
+    with fake_machine(cuda=1):
+        assert ddp.pick_backend(0, 2) == ("gloo", torch.device("cpu"))
+
+
+def test_train_on_two_ranks_equals_one_process_on_the_same_batches(tmp_path, no_leftovers):
+    x, y = make_regression(12, 5, seed=4)
+    run = ddp.launch(ddp.train, 2, args=(x, y, str(tmp_path / "ckpt.pt")), kwargs=dict(epochs=3, batch_size=2, lr=0.1),
+                     timeout=120, echo=False)
+    expected = reference_weights(x, y, world_size=2, epochs=3, batch_size=2, lr=0.1, seed=0)
+    for result in run.results:
+        assert result["steps"] == 9 and result["allreduce_seconds"] > 0
+        for key, value in expected.items():
+            torch.testing.assert_close(result["weights"][key], value, rtol=1e-4, atol=1e-5)
+            assert torch.equal(result["resumed"][key], run.results[0]["weights"][key])
+
+
+def test_torchrun_command_is_bounded_and_standalone():
+    cmd = ddp.torchrun_command("s.py", 2, 50)
+    assert cmd[:6] == ["timeout", "-s", "TERM", "-k", "30", "50"]
+    assert cmd[6:9] == [sys.executable, "-m", "torch.distributed.run"]
+    assert "--standalone" in cmd and "--nproc_per_node=2" in cmd and cmd[-1] == "s.py"
+
+
+def test_torchrun_prefixes_every_line_with_its_rank(tmp_path, capsys, no_leftovers):
+    script = tmp_path / "hello.py"
+    script.write_text("import os\nprint('rank', os.environ['RANK'], flush=True)\n")
+    result = ddp.torchrun(script, 2, 60, env={"OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0 and not result.timed_out
+    assert "[default0]:rank 0" in result.output and "[default1]:rank 1" in result.output
+    assert "[default1]:rank 1" in capsys.readouterr().out
