@@ -63,7 +63,6 @@ def test_choice_verdicts_pass_a_right_picker():
 
 
 @pytest.mark.parametrize("wrong, machine, expected, named", [
-    (lambda requested=None: "cpu", FakeMachine(), "cpu", "not the string 'cpu'"),
     (lambda requested=None: torch.device("cpu"), FakeMachine(cuda=1), "cuda:0", "prefer CUDA"),
     (lambda requested=None: torch.device("cpu"), FakeMachine(mps=True), "mps", "torch.backends.mps.is_available()"),
     (lambda requested=None: torch.accelerator.current_accelerator() or torch.device("cpu"),
