@@ -135,8 +135,11 @@ def to_device(batch: Any, device: str | torch.device, non_blocking: bool | None 
 
     Handles tensors inside dicts, lists, tuples, named tuples and dataclasses,
     at any depth; everything else is returned as it is. ``non_blocking``
-    defaults to True only where it helps: a copy from pinned CPU memory to
-    CUDA, which can then overlap with compute.
+    defaults to True only where it helps and is safe: a copy from pinned CPU
+    memory to CUDA, which can then overlap with compute (later GPU work waits
+    for it by itself). Passing ``non_blocking=True`` for a copy *to the CPU*
+    (from CUDA or MPS) makes it asynchronous too: call :func:`synchronize`
+    before reading the result.
     """
     device = torch.device(device)
 

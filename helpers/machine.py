@@ -20,7 +20,16 @@ import torch
 
 from helpers import device as dev
 
-__all__ = ["GPUInfo", "MachineReport", "describe_machine", "format_report", "nvcc_version", "nvml_driver_version"]
+__all__ = [
+    "GPUInfo",
+    "MachineReport",
+    "cuda_compatibility",
+    "describe_machine",
+    "format_report",
+    "nvcc_version",
+    "nvml_cuda_driver_version",
+    "nvml_driver_version",
+]
 
 
 @dataclass
@@ -67,6 +76,51 @@ def nvml_driver_version() -> str | None:
         except AttributeError:
             return None
     return None
+
+
+def nvml_cuda_driver_version() -> tuple[int, int] | None:
+    """The newest CUDA runtime the driver supports, (major, minor), or None without NVML.
+
+    It is what ``nvidia-smi`` prints as "CUDA Version": a property of the
+    driver, not of torch (``torch.version.cuda`` is the runtime torch brought).
+    """
+    for name in ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            if lib.nvmlInit_v2() != 0:
+                return None
+            value = ctypes.c_int(0)
+            ok = lib.nvmlSystemGetCudaDriverVersion_v2(ctypes.byref(value)) == 0
+            lib.nvmlShutdown()
+        except AttributeError:
+            return None
+        return (value.value // 1000, value.value % 1000 // 10) if ok else None
+    return None
+
+
+def cuda_compatibility(wheel: str | None, driver: tuple[int, int] | None) -> str:
+    """Whether a driver that supports CUDA ``driver`` (major, minor) runs torch's CUDA runtime ``wheel`` ("12.8").
+
+    Since CUDA 11 a driver runs every runtime of its own major version
+    (minor-version compatibility: NVIDIA's "CUDA Compatibility" guide), with
+    features newer than the driver possibly missing; any newer driver runs an
+    older runtime (backward compatibility).
+    """
+    if wheel is None:
+        return "torch has no CUDA runtime (a CPU-only or ROCm build), so it needs no NVIDIA driver"
+    if driver is None:
+        return f"torch brings the CUDA {wheel} runtime; no NVIDIA driver was found here, so it cannot run CUDA"
+    major, minor = (int(part) for part in wheel.split(".")[:2])
+    have = f"the driver supports CUDA up to {driver[0]}.{driver[1]}"
+    if driver >= (major, minor):
+        return f"{have}, at least torch's runtime {wheel}: compatible"
+    if driver[0] == major:
+        return (f"{have}, older than torch's runtime {wheel} but the same major version: it runs through "
+                "minor-version compatibility; a feature newer than the driver may need a driver update")
+    return f"{have}, an older major version than torch's runtime {wheel}: update the NVIDIA driver"
 
 
 def nvcc_version() -> str | None:

@@ -63,7 +63,6 @@ def test_choice_verdicts_pass_a_right_picker():
 
 
 @pytest.mark.parametrize("wrong, machine, expected, named", [
-    (lambda requested=None: "cpu", FakeMachine(), "cpu", "not the string 'cpu'"),
     (lambda requested=None: torch.device("cpu"), FakeMachine(cuda=1), "cuda:0", "prefer CUDA"),
     (lambda requested=None: torch.device("cpu"), FakeMachine(mps=True), "mps", "torch.backends.mps.is_available()"),
     (lambda requested=None: torch.accelerator.current_accelerator() or torch.device("cpu"),
@@ -76,11 +75,33 @@ def test_a_wrong_automatic_choice_is_named(wrong, machine, expected, named):
     assert named in str(info.value)
 
 
-def test_strings_ok_compares_names_only():
-    ch02.check_automatic_choice(lambda requested=None: "cpu", FakeMachine(built_for="cuda"), "cpu", strings_ok=True)
+def test_a_string_is_judged_by_the_device_it_names_outside_the_type_check():
+    ch02.check_automatic_choice(lambda requested=None: "cpu", FakeMachine(built_for="cuda"), "cpu")
+    ch02.check_request(lambda requested=None: str(requested), FakeMachine(cuda=2), "cuda:1", "cuda:1")
     with pytest.raises(CheckFailed, match="built for"):
-        ch02.check_automatic_choice(lambda requested=None: "cuda", FakeMachine(built_for="cuda"), "cpu",
-                                    strings_ok=True)
+        ch02.check_automatic_choice(lambda requested=None: "cuda", FakeMachine(built_for="cuda"), "cpu")
+
+
+def test_the_type_check_passes_devices_and_names_a_string():
+    ch02.check_returns_device(choose_device, FakeMachine())
+    ch02.check_returns_device(choose_device, FakeMachine(cuda=2), "cuda:1")
+    with pytest.raises(CheckFailed, match="not the string 'cpu'"):
+        ch02.check_returns_device(lambda requested=None: "cpu", FakeMachine())
+    with pytest.raises(CheckFailed, match=r"torch.device\(requested\)"):
+        ch02.check_returns_device(lambda requested=None: requested or torch.device("cpu"), FakeMachine(cuda=1), "cpu")
+    with pytest.raises(CheckFailed, match="return a torch.device"):
+        ch02.check_returns_device(lambda requested=None: 0, FakeMachine(cuda=1))
+
+
+def test_the_type_check_leaves_a_refused_request_to_the_other_checks():
+    def refuses(requested=None):
+        if requested is not None:
+            raise RuntimeError("no")
+        return torch.device("cpu")
+
+    ch02.check_returns_device(refuses, FakeMachine(mps=True), "mps")
+    with pytest.raises(CheckFailed, match="always an answer"):
+        ch02.check_returns_device(lambda requested=None: 1 / 0, FakeMachine())
 
 
 def test_a_request_refused_or_ignored_is_named():
@@ -91,8 +112,6 @@ def test_a_request_refused_or_ignored_is_named():
         ch02.check_request(refuses, FakeMachine(cuda=1), "cuda", "cuda")
     with pytest.raises(CheckFailed, match="the request wins"):
         ch02.check_request(refuses, FakeMachine(cuda=1), "cpu", "cpu")
-    with pytest.raises(CheckFailed, match="torch.device\\(requested\\)"):
-        ch02.check_request(lambda requested=None: requested, FakeMachine(cuda=1), "cpu", "cpu")
     with pytest.raises(CheckFailed, match="index included"):
         ch02.check_request(lambda requested=None: torch.device("cuda", 0), FakeMachine(cuda=2), "cuda:1", "cuda:1")
     with pytest.raises(CheckFailed, match="as well as a string"):
@@ -276,3 +295,33 @@ def test_parameterless_mistakes_are_named():
     with pytest.raises(CheckFailed, match="got tensor"):
         ch02.check_forward_parameterless(lambda m, x, d: m(x) + 1, nn.ReLU(), torch.tensor([-1.0]), "cpu",
                                          expected=torch.tensor([0.0]))
+
+
+def test_a_named_tuple_built_from_one_iterable_is_named():
+    def from_iterable(batch, device):
+        if isinstance(batch, torch.Tensor):
+            return batch.to(device)
+        if isinstance(batch, (list, tuple)):
+            return type(batch)(from_iterable(v, device) for v in batch)
+        return batch
+
+    with pytest.raises(CheckFailed, match=r"one argument per field, Pair\(\*values\)"):
+        ch02.check_keeps_structure(from_iterable, [Pair(torch.ones(1), 2)], "meta")
+
+
+def test_a_type_error_without_a_named_tuple_is_not_explained_as_one():
+    def broken(batch, device):
+        raise TypeError("something else")
+
+    with pytest.raises(TypeError, match="something else"):
+        ch02.check_moves_flat(broken, [torch.ones(1)], "meta")
+
+
+def test_to_on_a_string_is_named():
+    def to_everything(batch, device):
+        if isinstance(batch, (list, tuple)):
+            return type(batch)(to_everything(v, device) for v in batch)
+        return batch.to(device)
+
+    with pytest.raises(CheckFailed, match="Only tensors have .to()"):
+        ch02.check_keeps_structure(to_everything, [torch.ones(1), "label"], "meta")

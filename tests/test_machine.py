@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from helpers import machine
@@ -49,3 +50,22 @@ def test_python_m_helpers_bench_prints_a_measured_table():
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.strip().startswith("matmul")]
     assert len(rows) >= 2 and all("FLOP/s" in r for r in rows), proc.stdout
+
+
+@pytest.mark.parametrize("wheel, driver, says", [
+    (None, None, "needs no NVIDIA driver"),
+    ("12.8", None, "no NVIDIA driver was found"),
+    ("12.8", (12, 8), "compatible"),
+    ("12.8", (13, 0), "compatible"),
+    ("12.8", (12, 2), "minor-version compatibility"),
+    ("13.0", (12, 9), "update the NVIDIA driver"),
+])
+def test_cuda_compatibility_follows_the_versions(wheel, driver, says):
+    assert says in machine.cuda_compatibility(wheel, driver)
+
+
+def test_the_cuda_driver_version_is_none_or_a_pair():
+    found = machine.nvml_cuda_driver_version()
+    assert found is None or (len(found) == 2 and found[0] >= 11)
+    if not torch.cuda.is_available() and machine.nvml_driver_version() is None:
+        assert found is None

@@ -8,7 +8,10 @@ graded stays in the cells: this module is public to every learner.
 
 One concern per verdict (a string instead of a ``torch.device``, a device
 the machine lacks, a tensor left behind at depth, a mutated batch, gradients
-recorded, dropout on), so a mistake loses the points of its own cell only.
+recorded, dropout on), so a mistake loses the points of its own cell only:
+only :func:`check_returns_device` judges the type of what ``choose_device``
+returns; the other verdicts judge the device a string names, as
+``torch.device(string)`` would.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "check_moves_nested",
     "check_refuses",
     "check_request",
+    "check_returns_device",
     "machine_words",
 ]
 
@@ -92,20 +96,47 @@ def _automatic_hint(machine: FakeMachine, expected: str) -> str:
             "torch.cuda.is_available() or torch.backends.mps.is_available() says it is there.")
 
 
-def check_automatic_choice(choose_device: Callable[..., Any], machine: FakeMachine, expected: str,
-                           strings_ok: bool = False) -> None:
-    """``choose_device()`` on ``machine`` returns the ``torch.device`` named ``expected``.
+def _call_words(request: Any) -> str:
+    return "choose_device()" if request is None else f"choose_device({request!r})"
 
-    ``strings_ok`` compares device names only, for a cell whose concern is
-    not the return type (a string instead of a device loses its points once).
+
+def check_returns_device(choose_device: Callable[..., Any], machine: FakeMachine, request: Any = None) -> None:
+    """``choose_device(request)`` (no argument when ``request`` is None) returns a ``torch.device``, not a string.
+
+    The one verdict about the type: the others judge the device a string
+    names, so returning strings costs this cell's points and no other's. A
+    request that raises has no type to judge (refusing a device that is there
+    is :func:`check_request`'s concern), so it passes here; the automatic
+    choice always has an answer, so its raising fails.
     """
-    chosen = _on(machine, choose_device)
-    where = f"choose_device() on {machine_words(machine)}"
-    if strings_ok:
-        chosen = _as_device(chosen)
+    where = f"{_call_words(request)} on {machine_words(machine)}"
+    args = () if request is None else (request,)
+    try:
+        chosen = _on(machine, choose_device, *args)
+    except CheckFailed:
+        raise
+    except Exception as err:  # noqa: BLE001 - a refused request is the other cells' business
+        if request is not None:
+            return
+        raise CheckFailed(f"{where} raised {type(err).__name__}: {err} With no request there is always an answer "
+                          "(the CPU at least): return a torch.device.") from None
+    if isinstance(chosen, str):
+        hint = (f"return torch.device({chosen!r}), not the string {chosen!r}: a string works in .to({chosen!r}), "
+                "but code that reads device.type or device.index, or compares with a torch.device, breaks on it."
+                + (" Turn the request into torch.device(requested) and return that." if request is not None else ""))
     else:
-        check_type(chosen, torch.device, where, f"return torch.device({chosen!r}), not the string {chosen!r}."
-                   if isinstance(chosen, str) else f"return a torch.device, e.g. torch.device({expected!r}).")
+        hint = "return a torch.device, e.g. torch.device('cpu')."
+    check_type(chosen, torch.device, where, hint)
+
+
+def check_automatic_choice(choose_device: Callable[..., Any], machine: FakeMachine, expected: str) -> None:
+    """``choose_device()`` on ``machine`` chooses the device named ``expected``.
+
+    A string is judged by the device it names (``torch.device(string)``):
+    the type is :func:`check_returns_device`'s concern.
+    """
+    chosen = _as_device(_on(machine, choose_device))
+    where = f"choose_device() on {machine_words(machine)}"
     check(_matches(chosen, expected), f"{where} returned {chosen!r}; expected torch.device({expected!r}). "
           + _automatic_hint(machine, expected))
 
@@ -121,9 +152,8 @@ def _request_hint(request: Any) -> str:
     return "an explicit request wins over the automatic choice."
 
 
-def check_request(choose_device: Callable[..., Any], machine: FakeMachine, request: Any, expected: str,
-                  strings_ok: bool = False) -> None:
-    """``choose_device(request)`` on a ``machine`` that has the device returns it, as a ``torch.device``."""
+def check_request(choose_device: Callable[..., Any], machine: FakeMachine, request: Any, expected: str) -> None:
+    """``choose_device(request)`` on a ``machine`` that has the device returns it (a string judged by its name)."""
     where = f"choose_device({request!r}) on {machine_words(machine)}"
     try:
         chosen = _on(machine, choose_device, request)
@@ -132,9 +162,7 @@ def check_request(choose_device: Callable[..., Any], machine: FakeMachine, reque
     except Exception as err:  # noqa: BLE001 - refusing a device that is there is the mistake to name
         raise CheckFailed(f"{where} raised {type(err).__name__}: {err} This machine has that device, so the "
                           "request wins." + (f" {_request_hint(request)}" if request == "cuda" else "")) from None
-    if strings_ok:
-        chosen = _as_device(chosen)
-    check_type(chosen, torch.device, where, "turn the request into torch.device(requested) and return that.")
+    chosen = _as_device(chosen)
     check(_matches(chosen, expected), f"{where} returned {chosen!r}; expected torch.device({expected!r}): "
           + _request_hint(request))
 
@@ -176,6 +204,25 @@ def _move(move_batch: Callable[..., Any], batch: Any, device: Any) -> Any:
     except AttributeError as err:
         raise CheckFailed(f"move_batch raised AttributeError: {err}. Only tensors have .to(): leave strings, "
                           "numbers and None as they are.") from None
+    except TypeError as err:
+        named = _named_tuple_in(batch)
+        if named is None:
+            raise
+        raise CheckFailed(f"move_batch raised TypeError: {err}. The batch holds a named tuple "
+                          f"({type(named).__name__}), and a named tuple is built from one argument per field, "
+                          f"{type(named).__name__}(*values), not from one iterable as tuple(values) is: rebuild it "
+                          "with type(batch)(*moved_values).") from None
+
+
+def _named_tuple_in(batch: Any) -> tuple | None:
+    """The first named tuple anywhere in ``batch``, or None."""
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return batch
+    for _, child in _children(batch):
+        found = _named_tuple_in(child)
+        if found is not None:
+            return found
+    return None
 
 
 def _on_device(value: Any, device: Any) -> bool:

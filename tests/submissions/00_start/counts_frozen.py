@@ -1,5 +1,5 @@
 # solution: count-parameters
-# fails: count-parameters-frozen
+# fails: count-parameters-frozen count-parameters-shared
 # says: frozen
 # Typical mistake: frozen parameters (requires_grad=False) counted too.
 def count_parameters(model):

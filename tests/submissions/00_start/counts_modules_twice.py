@@ -1,5 +1,5 @@
 # solution: count-parameters
-# fails: count-parameters-total count-parameters-frozen
+# fails: count-parameters-total count-parameters-frozen count-parameters-shared
 # says: more than once
 # Typical mistake: parameters() called on every module of model.modules(), so nested layers are
 # counted once per module that contains them.

@@ -1,5 +1,5 @@
 # solution: count-parameters
-# fails: count-parameters-total count-parameters-frozen
+# fails: count-parameters-total count-parameters-frozen count-parameters-shared
 # says: tensors
 # Typical mistake: counting parameter tensors instead of their elements.
 def count_parameters(model):

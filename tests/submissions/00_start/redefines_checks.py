@@ -1,5 +1,5 @@
 # solution: count-parameters
-# fails: count-parameters-total count-parameters-frozen
+# fails: count-parameters-total count-parameters-frozen count-parameters-shared
 # says: numel
 # Cheating: the checks are redefined to do nothing, plus a constant answer (right for the visible
 # SimpleModel only). The grade cells import what they use inside the cell, so these definitions

@@ -1,5 +1,5 @@
 # solution: choose-device
-# fails: choose-device-default choose-device-built-no-gpu choose-device-mps choose-device-request choose-device-missing
+# fails: choose-device-default choose-device-type choose-device-built-no-gpu choose-device-mps choose-device-request choose-device-missing
 # says: write it yourself
 # Delegation: the course's inventory of devices (CUDA GPUs, then MPS, then the CPU) does the work;
 # only the lookup is the learner's own.

@@ -1,5 +1,5 @@
 # solution: choose-device
-# fails: choose-device-request
+# fails: choose-device-type
 # says: torch.device(requested)
 # Typical mistake: an accepted request is returned as it came, a string, not as a torch.device.
 def choose_device(requested=None):

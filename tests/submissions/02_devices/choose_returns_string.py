@@ -1,5 +1,5 @@
 # solution: choose-device
-# fails: choose-device-default choose-device-mps
+# fails: choose-device-type
 # says: not the string
 # Typical mistake: the automatic choice returns a device name string instead of a torch.device.
 def choose_device(requested=None):

@@ -1,7 +1,8 @@
 # solution: count-parameters
-# fails:
-# says:
-# Correct, written differently: each module's own parameters (recurse=False), torch.numel.
+# fails: count-parameters-shared
+# says: counts once
+# Typical mistake: each module's own parameters (recurse=False) summed over model.modules(): a
+# parameter shared by two layers (tied weights) is met, and counted, in both.
 def count_parameters(model):
     total = 0
     for module in model.modules():
