@@ -34,6 +34,7 @@ __all__ = [
     "fp32_step",
     "low_precision_units",
     "scaled_step",
+    "speed_verdict",
     "trace_autocast",
 ]
 
@@ -55,6 +56,7 @@ def _cpu_units() -> dict[str, bool | None]:
         "AMX (bf16 matrix tiles)": both,
         "AMX-FP16": caps.get("amx_fp16"),
         "AVX512-BF16 (bf16 dot products)": caps.get("avx512_bf16"),
+        "AVX512-FP16 (fp16 vector arithmetic)": caps.get("avx512_fp16"),
     }
 
 
@@ -66,7 +68,9 @@ def low_precision_units(device: str | torch.device) -> dict[str, bool | None]:
     tensor cores (fp16 from Volta, bf16 from Ampere) or, on a CPU, AMX tiles.
     AVX512-BF16 only adds bf16 dot-product instructions, which may or may not
     beat fp32's tuned kernels; without either, bf16 is converted in software.
-    CPU fp16 without AMX-FP16 is emulated and very slow. None means "cannot tell".
+    For fp16 a CPU may have AMX-FP16 (matrix tiles), AVX512-FP16 (fp16 vector
+    arithmetic, no tiles) or neither (fp16 converted in software, very slow).
+    None means "cannot tell".
     """
     device = torch.device(device)
     if device.type == "cuda":
@@ -116,6 +120,44 @@ def amp_plan(device: str | torch.device) -> AmpPlan:
     else:
         note = "this CPU has no bf16 matrix units: bf16 is converted in software, expect it to be slower"
     return AmpPlan(device.type, torch.bfloat16, False, f"CPU autocast runs bf16, which needs no scaler; {note}")
+
+
+def _cpu_slower(dtype: torch.dtype, units: dict[str, bool | None]) -> str:
+    """Why a CPU autocast step measured slower than fp32, from the features this CPU reports."""
+    if dtype == torch.float16:
+        if units.get("AMX-FP16"):
+            return ("slower even with AMX-FP16 tiles: at this size the casts and per-operation overheads cost more "
+                    "than the tiles save")
+        if units.get("AVX512-FP16 (fp16 vector arithmetic)"):
+            return ("slower: this CPU has AVX512-FP16 vector arithmetic but no fp16 matrix tiles (AMX-FP16), so fp16 "
+                    "products gain little over the tuned fp32 kernels, and autocast adds a cast of every input and "
+                    "weight on top")
+        return ("slower: this CPU has no fp16 arithmetic (neither AMX-FP16 nor AVX512-FP16), so fp16 products are "
+                "converted in software")
+    if units.get("AMX (bf16 matrix tiles)"):
+        return ("slower even with AMX bf16 tiles: at this size the casts and per-operation overheads cost more than "
+                "the tiles save")
+    return ("slower: without AMX matrix tiles, bf16 matrix products are no faster than the tuned fp32 kernels, and "
+            "autocast adds a cast of every input and weight on top")
+
+
+def speed_verdict(ratio: float, device_type: str, dtype: torch.dtype, units: dict[str, bool | None]) -> str:
+    """What a measured time ratio (low precision / fp32) says, in words that follow from the number.
+
+    ``units`` is :func:`low_precision_units` of the device that was
+    measured: a CPU's explanation names the feature it has or lacks, never
+    one it was not asked about. Within 10 % either way counts as the same.
+    """
+    if ratio < 0.9:
+        where = {torch.bfloat16: "AMX (bf16 matrix tiles)", torch.float16: "AMX-FP16"}.get(dtype)
+        if device_type == "cpu" and where and units.get(where):
+            return f"faster: the {where.split(' (')[0]} matrix tiles pay for the casts"
+        return "faster: the low-precision arithmetic pays for the casts"
+    if ratio <= 1.1:
+        return "about the same: the casts cost what the 16-bit arithmetic saves, or the step is dominated by overheads"
+    if device_type == "cpu":
+        return _cpu_slower(dtype, units)
+    return "slower: at this size the casts and extra kernel launches cost more than the tensor cores save"
 
 
 # --------------------------------------------------------------------------- the three training steps
@@ -279,6 +321,10 @@ def compare_precisions(
     the loss curves are comparable. Step time comes from
     :func:`helpers.benchmark.time_callable`, peak memory from
     :func:`helpers.memory.measure_peak`: this module has no clock of its own.
+    The gradients are cleared just before the measured step: the step would
+    free them inside the measurement, which the CPU profiler does not count
+    anyway (they were allocated before it started) and reports with a C++
+    warning on stderr; cleared first, the peak is the same and nothing is printed.
     """
     device = torch.device(device)
     x, y = dev.to_device((x, y), device)
@@ -309,6 +355,7 @@ def compare_precisions(
 
         losses = [step() for _ in range(steps)]  # also the warm-up for the timing below
         timing = benchmark.time_callable(step, device, warmup=2, min_run_time=min_run_time, label=name, warn=False)
+        optimizer.zero_grad(set_to_none=True)  # else the step frees them inside the measurement (docstring)
         peak = memory.measure_peak(step, device)
         results.append(VariantResult(name, dtype, losses, timing, int(peak)))
     return results

@@ -182,3 +182,45 @@ def test_scaled_step_works_with_a_disabled_scaler():
     losses = [amp.scaled_step(model, x, y, F.mse_loss, optimizer, scaler, "cpu", torch.bfloat16, max_norm=1.0)
               for _ in range(5)]
     assert not torch.equal(before, flat_params(model)) and losses[-1] < losses[0]
+
+
+UNITS_NONE = {"AMX (bf16 matrix tiles)": False, "AMX-FP16": False, "AVX512-BF16 (bf16 dot products)": False,
+              "AVX512-FP16 (fp16 vector arithmetic)": False}
+
+
+@pytest.mark.parametrize("units, dtype, says, never", [
+    (UNITS_NONE, torch.float16, "converted in software", "AVX512-FP16 vector arithmetic but"),
+    ({**UNITS_NONE, "AVX512-FP16 (fp16 vector arithmetic)": True}, torch.float16, "AVX512-FP16 vector arithmetic but",
+     "converted in software"),
+    ({**UNITS_NONE, "AMX-FP16": True}, torch.float16, "even with AMX-FP16", "converted in software"),
+    (UNITS_NONE, torch.bfloat16, "without AMX matrix tiles", "even with"),
+    ({**UNITS_NONE, "AMX (bf16 matrix tiles)": True}, torch.bfloat16, "even with AMX bf16 tiles", "without AMX"),
+])
+def test_speed_verdict_for_a_slower_cpu_step_names_only_the_features_the_cpu_reports(units, dtype, says, never):
+    text = amp.speed_verdict(1.5, "cpu", dtype, units)
+    assert text.startswith("slower") and says in text and never not in text
+
+
+def test_speed_verdict_follows_the_ratio():
+    amx = {**UNITS_NONE, "AMX (bf16 matrix tiles)": True}
+    assert amp.speed_verdict(0.5, "cpu", torch.bfloat16, amx) == "faster: the AMX matrix tiles pay for the casts"
+    assert amp.speed_verdict(0.5, "cpu", torch.bfloat16, UNITS_NONE).startswith("faster: the low-precision")
+    assert amp.speed_verdict(1.05, "cpu", torch.float16, UNITS_NONE).startswith("about the same")
+    assert amp.speed_verdict(1.5, "cuda", torch.float16, {}).startswith("slower: at this size")
+
+
+def test_cpu_units_report_avx512_fp16_from_the_capabilities():
+    caps = torch.cpu.get_capabilities()
+    units = amp.low_precision_units("cpu")
+    if str(caps.get("architecture", "")).startswith(("arm", "aarch")):
+        assert "AVX512-FP16 (fp16 vector arithmetic)" not in units  # an x86 feature; Arm lists its own
+    else:
+        assert units["AVX512-FP16 (fp16 vector arithmetic)"] == caps.get("avx512_fp16")
+
+
+def test_compare_precisions_prints_nothing_to_stderr(capfd):
+    """The CPU profiler warns on fd 2 when the measured step frees older tensors; the gradients are cleared first."""
+    model_fn = lambda: MLP(in_features=8, hidden=16, out_features=1, depth=1)  # noqa: E731
+    x, y = make_regression(n=32, in_features=8)
+    amp.compare_precisions(model_fn, x, y, F.mse_loss, "cpu", steps=2, variants=("fp32", "bf16"), min_run_time=0.01)
+    assert "Memory block of unknown size" not in capfd.readouterr().err

@@ -229,3 +229,79 @@ def test_a_check_leaves_torchs_global_state_as_it_found_it():
     ch05.check_skip_inf(amp_train_step, torch.float16)
     assert (torch.get_num_threads(), torch.is_grad_enabled(), torch.get_default_dtype()) == (threads, grad, dtype)
     assert torch.equal(torch.rand(3), expected)
+
+
+def _step(zero_grad_between=False, backward=True, update_first=False, backward_twice=False):
+    """An exercise-1 step with one switch for each mistake whose GradScaler error the checks must tell apart."""
+    def step(model, x, y, loss_fn, optimizer, scaler, device_type, dtype):
+        if not zero_grad_between:
+            optimizer.zero_grad()
+        with torch.autocast(device_type, dtype=dtype):
+            loss = loss_fn(model(x), y)
+        if backward_twice:
+            loss.backward(retain_graph=True)
+        scaled = scaler.scale(loss)
+        if backward:
+            scaled.backward()
+        if zero_grad_between:
+            optimizer.zero_grad()
+        if update_first:
+            scaler.update()
+        scaler.step(optimizer)
+        if not update_first:
+            scaler.update()
+        return loss.item()
+    return step
+
+
+@pytest.mark.parametrize("switch, raised, cause", [
+    ({"zero_grad_between": True}, "No inf checks were recorded for this optimizer.", "cleared between backward"),
+    ({"backward": False}, "No inf checks were recorded for this optimizer.", "backward never ran"),
+    ({"update_first": True}, "No inf checks were recorded prior to update.", "update() was called before"),
+])
+def test_each_gradscaler_assertion_gets_its_own_message_quoting_only_what_was_raised(switch, raised, cause):
+    with pytest.raises(CheckFailed) as info:
+        ch05.check_scaler_step(_step(**switch), torch.float16)
+    message = str(info.value)
+    assert raised in message and cause in message
+    other = {"No inf checks were recorded for this optimizer.", "No inf checks were recorded prior to update."} - {raised}
+    assert not any(text in message for text in other)
+
+
+def test_backward_twice_is_caught_at_scale_one_and_by_a_two_sided_convergence_check():
+    twice = _step(backward_twice=True)
+    rec = ch05.run_on_task(twice, torch.bfloat16, init_scale=2.0**10)
+    ratio = (rec.backward_grads.norm() / rec.reference_grads.norm()).item() / 2.0**10
+    assert ratio == pytest.approx(1 + 2.0**-10, rel=1e-3)  # hidden inside any tolerance at a large scale
+    with pytest.raises(CheckFailed, match="backward ran more than once \\(2 times"):
+        ch05.check_scaled_backward(twice, torch.bfloat16, scale=2.0**10)
+    with pytest.raises(CheckFailed, match="far below fp32's"):
+        ch05.check_converges(twice, torch.bfloat16, steps=20)
+    ch05.check_scaled_backward(_step(), torch.bfloat16, scale=2.0**10)
+    ch05.check_converges(_step(), torch.float16, steps=20)
+
+
+def test_unscaling_twice_is_named_apart_from_clipping_while_scaled():
+    def clip_step(divide_again, unscale_first=True):
+        def step(model, x, y, loss_fn, optimizer, scaler, device_type, dtype, max_norm):
+            optimizer.zero_grad()
+            with torch.autocast(device_type, dtype=dtype):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            if unscale_first:
+                scaler.unscale_(optimizer)
+            if divide_again:
+                for p in model.parameters():
+                    p.grad /= scaler.get_scale()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            return loss.item()
+        return step
+
+    with pytest.raises(CheckFailed, match="divided by the scale twice") as info:
+        ch05.check_clips_unscaled(clip_step(divide_again=True), torch.float16, scale=2.0**12)
+    assert "clipped while still scaled" not in str(info.value)
+    with pytest.raises(CheckFailed, match="clipped while still scaled"):
+        ch05.check_clips_unscaled(clip_step(divide_again=False, unscale_first=False), torch.float16, scale=2.0**12)
+    ch05.check_clips_unscaled(clip_step(divide_again=False), torch.float16, scale=2.0**12)

@@ -143,7 +143,26 @@ WEIGHTS_CAST = (
 
 UPDATE_BEFORE_STEP = (
     "scaler.update() was called before scaler.step(optimizer) (GradScaler raised \"No inf checks were recorded "
-    "prior to update\"): update reads what step found. Call `scaler.step(optimizer)` first, then `scaler.update()`."
+    "prior to update.\"): update reads what step found. Call `scaler.step(optimizer)` first, then `scaler.update()`."
+)
+
+NO_GRADIENTS_AT_STEP = (
+    "scaler.step(optimizer) found no gradients to check (GradScaler raised \"No inf checks were recorded for this "
+    "optimizer.\"): {cause}"
+)
+GRADIENTS_CLEARED = (
+    "backward ran, but the gradients were cleared between backward and the step. `optimizer.zero_grad()` belongs "
+    "at the start of the step (or at the end, after `scaler.update()`), never between backward and "
+    "`scaler.step(optimizer)`."
+)
+NO_BACKWARD = (
+    "backward never ran. `scaler.scale(loss)` only returns the scaled loss; call `.backward()` on it: "
+    "`scaler.scale(loss).backward()`."
+)
+BACKWARD_TWICE_FREED = (
+    "backward ran twice through the same graph (torch raised \"Trying to backward through the graph a second "
+    "time\"): the first backward freed it. Call backward once per step, on the scaled loss only: "
+    "`scaler.scale(loss).backward()`, without a `loss.backward()` before it."
 )
 
 OWN_SCALER = (
@@ -165,16 +184,22 @@ def _prime(scaler: torch.amp.GradScaler, device: torch.device) -> None:
 
 
 def _call_step(step_fn: Callable, model: nn.Module, *args: Any) -> Any:
-    """``solved(step_fn, model, *args)``, its warnings kept off stderr and two wrong approaches named.
+    """``solved(step_fn, model, *args)``, its warnings kept off stderr and the errors of typical mistakes named.
 
     A warning alone never costs points, but nbgrader scores 0 for a cell that
     writes to stderr, so warnings are recorded, not printed (filters that turn
-    them into errors still apply). Converting the model to fp16 makes
-    ``scaler.step`` raise "Attempting to unscale FP16 gradients" (bf16 passes
-    there and fails later on a dtype mismatch); either way the weights are
-    not fp32 afterwards. Calling ``scaler.update()`` before ``scaler.step()``
-    makes GradScaler assert.
+    them into errors still apply). GradScaler's errors are told apart by
+    their exact text, and each message quotes only what was raised:
+    converting the model to fp16 makes ``scaler.step`` raise "Attempting to
+    unscale FP16 gradients" (bf16 passes there and fails later on a dtype
+    mismatch; either way the weights are not fp32 afterwards); ``update``
+    before ``step`` asserts "... prior to update."; a ``step`` that finds no
+    gradients asserts "... for this optimizer." (backward never ran, or the
+    gradients were cleared after it: a hook counting backward passes tells
+    which).
     """
+    backwards = [0]
+    handle = next(model.parameters()).register_post_accumulate_grad_hook(lambda p: backwards.__setitem__(0, backwards[0] + 1))
     try:
         with warnings.catch_warnings(record=True):
             result = solved(step_fn, model, *args)
@@ -183,9 +208,18 @@ def _call_step(step_fn: Callable, model: nn.Module, *args: Any) -> Any:
             raise CheckFailed(WEIGHTS_CAST) from None
         raise
     except AssertionError as err:
-        if "No inf checks were recorded" in str(err):
+        if "No inf checks were recorded prior to update" in str(err):
             raise CheckFailed(UPDATE_BEFORE_STEP) from None
+        if "No inf checks were recorded for this optimizer" in str(err):
+            cause = GRADIENTS_CLEARED if backwards[0] else NO_BACKWARD
+            raise CheckFailed(NO_GRADIENTS_AT_STEP.format(cause=cause)) from None
         raise
+    except RuntimeError as err:
+        if "backward through the graph a second time" in str(err):
+            raise CheckFailed(BACKWARD_TWICE_FREED) from None
+        raise
+    finally:
+        handle.remove()
     if any(p.dtype != torch.float32 for p in model.parameters()):
         raise CheckFailed(WEIGHTS_CAST)
     return result
@@ -400,6 +434,27 @@ def _scaled_backward(rec: StepRecord, scale: float, unscaled_hint: str, other_hi
           f"{scale:.0f} times larger" + (unscaled_hint if abs(ratio - 1) < 0.1 else other_hint))
 
 
+def _true_gradients(step_fn: Callable, dtype: torch.dtype, *extra: Any, seed: int = 0) -> None:
+    """At a scale of 1, the gradients backward leaves must be the true ones: not twice them, not half.
+
+    At a large scale an extra unscaled ``loss.backward()`` hides: it adds the
+    true gradients to ``scale`` times them, a factor of (1 + 1/scale), inside
+    any tolerance. With the scale at 1 (as a disabled scaler is) it doubles them.
+    """
+    rec = _run(step_fn, dtype, *extra, lr=0.0, init_scale=1.0, seed=seed)
+    check(rec.backward_count > 0, "backward never ran: call `scaler.scale(loss).backward()`.")
+    ratio = (rec.backward_grads.norm() / rec.reference_grads.norm()).item()
+    if abs(ratio - 1) < 0.05:
+        return
+    twice = (f"backward ran more than once ({rec.backward_count} times in one call), and the gradients add up: "
+             "with `loss.backward()` and then `scaler.scale(loss).backward()` each gradient is (1 + 1/scale) times "
+             "the true one, twice it when the scale is 1 (a disabled scaler, as with bf16). Call backward once, on "
+             "`scaler.scale(loss)`.")
+    raise CheckFailed(f"with the scale at 1, backward left gradients {ratio:.3g} times the true ones; expected equal"
+                      + (": " + twice if rec.backward_count > 1 else
+                         ": backward should run once, on `scaler.scale(loss)` of this batch's loss."))
+
+
 def _returns_loss(rec: StepRecord, name: str, what: str = "") -> None:
     check_type(rec.result, float, f"the value {name} returned{what}",
                "return `loss.item()`: a Python float (a tensor would keep the graph alive and, on a GPU, synchronise "
@@ -445,6 +500,7 @@ def check_scaled_backward(step_fn: Callable, dtype: torch.dtype, scale: float, s
     _scaled_backward(rec, scale, ": backward ran on the unscaled loss. Call `scaler.scale(loss).backward()`, not "
                                  "`loss.backward()`, so that small fp16 gradients do not underflow.",
                      ": backward should run once, on `scaler.scale(loss)`.")
+    _true_gradients(step_fn, dtype, seed=seed)
 
 
 def check_scaler_step(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None:
@@ -507,12 +563,21 @@ def check_returns(step_fn: Callable, dtype: torch.dtype, scale: float = 2.0**10,
 
 
 def check_converges(step_fn: Callable, dtype: torch.dtype, steps: int = 50, seed: int = 0) -> None:
-    """``steps`` calls end near the loss that as many fp32 steps reach."""
+    """``steps`` calls end near the loss that as many fp32 steps reach: not above it, and not far below it either.
+
+    Two-sided, because a step whose gradients are too large (backward run
+    twice) trains *faster* than fp32 at the same learning rate; a correct
+    step lands within a fraction of a percent of fp32's loss here.
+    """
     start, fp32_final = train_on_task(None, torch.float32, steps=steps, seed=seed)
     _, final = train_on_task(step_fn, dtype, steps=steps, seed=seed)
+    told = f"after {steps} steps in {dtype} the loss is {final:.4g}; fp32 went from {start:.4g} to {fp32_final:.4g}"
+    check(final >= 0.8 * fp32_final - 1e-3,
+          f"{told}: far below fp32's, with the same learning rate, so the optimizer used gradients larger than the "
+          "true ones: backward ran more than once (`loss.backward()` and then `scaler.scale(loss).backward()`), or "
+          "the loss was multiplied. Call backward once, on `scaler.scale(loss)`, and let `scaler.step` unscale.")
     check(final < 0.5 * start and final <= 1.2 * fp32_final + 1e-3,
-          f"after {steps} steps in {dtype} the loss is {final:.4g}; fp32 went from {start:.4g} to {fp32_final:.4g}: "
-          "the step does not train the model. Compute the loss of `model(x)` against `y` with `loss_fn`, "
+          f"{told}: the step does not train the model. Compute the loss of `model(x)` against `y` with `loss_fn`, "
           "backpropagate it, and step the optimizer while the gradients are still there (zero_grad belongs at "
           "the start or at the end of the step, never between backward and the step).")
 
@@ -533,11 +598,18 @@ def check_clips_unscaled(step_fn: Callable, dtype: torch.dtype, scale: float, se
     check(rec.grads_at_step, "the optimizer never stepped: finish with `scaler.step(optimizer)` and `scaler.update()`.")
     expected = (rec.backward_grads / rec.scale_before).norm().item()  # what unscale_ makes of them
     seen = rec.grads_at_step[-1].norm().item()
-    check(abs(seen / expected - 1) < 0.05,
-          f"the gradients reached the optimizer with norm {seen:.3g}; unscaled, they had norm {expected:.3g}, below "
-          f"max_norm={max_norm:.3g}, so clipping should have left them alone"
-          + (": they were clipped while still scaled (by the scale, here "
-             f"{scale:.0f}). Call `scaler.unscale_(optimizer)` before `clip_grad_norm_`." if seen < expected else "."))
+    if abs(seen / expected - 1) < 0.05:
+        return
+    told = (f"the gradients reached the optimizer with norm {seen:.3g}; unscaled, they had norm {expected:.3g}, below "
+            f"max_norm={max_norm:.3g}, so clipping should have left them alone")
+    check(abs(seen * scale / expected - 1) > 0.05,
+          f"{told}: they were divided by the scale twice (1/{scale:.0f} of the true norm). `scaler.unscale_(optimizer)` "
+          "already divides the gradients in place, and `scaler.step` then knows not to divide again: remove your own "
+          "division by the scale.")
+    check(seen >= expected,
+          f"{told}: they were clipped while still scaled (by the scale, here {scale:.0f}). Call "
+          "`scaler.unscale_(optimizer)` before `clip_grad_norm_`.")
+    raise CheckFailed(f"{told}.")
 
 
 def check_clips(step_fn: Callable, dtype: torch.dtype, fraction: float = 0.25, seed: int = 0) -> None:
@@ -594,5 +666,6 @@ def check_still_amp(step_fn: Callable, dtype: torch.dtype, scale: float, seed: i
           "as in exercise 1.")
     again = ": call `scaler.scale(loss).backward()`, not `loss.backward()`, as in exercise 1."
     _scaled_backward(first, scale, again, again)
+    _true_gradients(step_fn, dtype, 1e6, seed=seed)
     _returns_loss(first, name)
     _no_pile_up(step_fn, dtype, 1e6, seed=seed)
