@@ -48,9 +48,12 @@ __all__ = [
     "Timing",
     "add_work",
     "compare_with_torch_timer",
+    "copy_work",
     "crossover",
+    "describe_noisy",
     "format_rate",
     "format_seconds",
+    "limited_by",
     "matmul_work",
     "plot_sweep",
     "sweep",
@@ -61,6 +64,8 @@ __all__ = [
 
 #: Above this IQR / median a measurement is flagged as noisy (torch's own threshold).
 NOISE_THRESHOLD = 0.1
+#: With fewer measured blocks than this, the spread is unknown: such a measurement counts as noisy.
+MIN_BLOCKS = 3
 
 
 class NoisyTimingWarning(UserWarning):
@@ -131,6 +136,32 @@ class Timing:
     def relative_iqr(self) -> float:
         """IQR / median: above 0.1 the measurement is noisy."""
         return self.iqr / self.median if self.median > 0 else math.inf
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the median is not to be trusted: IQR / median above :data:`NOISE_THRESHOLD`, or too few
+        blocks (:data:`MIN_BLOCKS`) to know the spread at all (one slow block has an IQR of 0)."""
+        return len(self.times) < MIN_BLOCKS or self.relative_iqr > NOISE_THRESHOLD
+
+    @classmethod
+    def from_times(cls, times: Sequence[float], device: str | torch.device = "cpu", label: str = "",
+                   num_threads: int | None = None) -> "Timing":
+        """A Timing of single calls timed one by one (``times`` in seconds), e.g. by a script of its own."""
+        times = [float(t) for t in times]
+        if not times:
+            raise ValueError("Timing.from_times needs at least one time")
+        q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1 else times * 3
+        return cls(median=statistics.median(times), iqr=q3 - q1, times=times, device=str(device), label=label,
+                   num_threads=num_threads if num_threads is not None else torch.get_num_threads())
+
+    def stands_out(self, seconds: float, k: float = 3.0) -> bool:
+        """Whether one call of ``seconds`` is clearly slower than these: beyond ``k`` spreads above the median.
+
+        The spread is the IQR, but at least :data:`NOISE_THRESHOLD` of the
+        median, so a suspiciously tight measurement does not make every
+        wobble look significant. A single call inside that band says nothing.
+        """
+        return seconds > self.median + k * max(self.iqr, NOISE_THRESHOLD * self.median)
 
     @property
     def calls(self) -> int:
@@ -263,6 +294,20 @@ class Table(list):
         """The rows whose fields equal the given values, e.g. ``table.where(device="cpu")``."""
         return Table(r for r in self if all(r.get(k) == v for k, v in equal.items()))
 
+    def noisy(self, threshold: float = NOISE_THRESHOLD) -> "Table":
+        """The rows whose spread is too large to trust their median (IQR / median above ``threshold``)."""
+        return Table(r for r in self if not _quiet(r, threshold))
+
+    def best(self, key: str, threshold: float = NOISE_THRESHOLD) -> dict[str, Any] | None:
+        """The quiet row (IQR / median at most ``threshold``) with the largest ``key``; None if no row is quiet.
+
+        The largest value over noisy rows is not a measurement but an accident:
+        a block that ran while a competing program paused can report several
+        times the real rate. Name the noisy rows (:meth:`noisy`) beside it.
+        """
+        rows = [r for r in self if _quiet(r, threshold) and r.get(key) is not None]
+        return max(rows, key=lambda r: r[key]) if rows else None
+
     def column(self, key: str) -> list[Any]:
         return [r.get(key) for r in self]
 
@@ -299,6 +344,57 @@ class Table(list):
 
     def __str__(self) -> str:
         return self.format()
+
+
+def _spread(row: dict[str, Any]) -> float:
+    """IQR / median of a row; infinite when unknown (no median, or fewer than :data:`MIN_BLOCKS` blocks)."""
+    median, iqr, timing = row.get("median"), row.get("iqr"), row.get("timing")
+    if median is None or iqr is None or not median > 0:
+        return math.inf
+    if isinstance(timing, Timing) and len(timing.times) < MIN_BLOCKS:
+        return math.inf
+    return iqr / median
+
+
+def _quiet(row: dict[str, Any], threshold: float) -> bool:
+    return _spread(row) <= threshold
+
+
+def describe_noisy(table: Table, fields: Sequence[str] = ("label", "device", "size")) -> str:
+    """``"cpu n=64 (IQR 70% of the median), ..."``: the noisy rows named, or ``""`` when there are none."""
+    def name(r: dict[str, Any]) -> str:
+        parts = [str(r[f]) if f != "size" else f"n={r[f]}" for f in fields if r.get(f) not in (None, "")]
+        spread = _spread(r)
+        why = f"IQR {spread:.0%} of the median" if math.isfinite(spread) else "too few blocks to know its spread"
+        return f"{' '.join(parts)} ({why})"
+
+    return ", ".join(name(r) for r in table.noisy())
+
+
+def limited_by(timing: Timing, *, bandwidth: float, flops_per_s: float, near: float = 0.5,
+               far: float = 0.1) -> str:
+    """What the measurement says limits ``timing``'s work: ``"memory"``, ``"compute"`` or ``"unclear"``.
+
+    ``bandwidth`` is the bytes/s a plain copy reached on the same device, and
+    ``flops_per_s`` what a large matrix product reached there: the two ceilings
+    measured, not taken from a data sheet. Memory-bound means moving bytes at
+    ``near`` that bandwidth or more while doing at most ``far`` of that FLOP/s;
+    compute-bound means at least ``near`` of that FLOP/s. Anything else
+    (per-call overhead at a small size, noise) is ``"unclear"``: say so rather
+    than print a conclusion the numbers do not support.
+    """
+    if timing.flops_per_s is not None and timing.flops_per_s >= near * flops_per_s:
+        return "compute"
+    achieved = timing.bytes_per_s
+    if achieved is not None and achieved >= near * bandwidth and (timing.flops_per_s or 0.0) <= far * flops_per_s:
+        return "memory"
+    return "unclear"
+
+
+def copy_work(n: int, dtype: torch.dtype = torch.float32) -> dict[str, float]:
+    """Work in one copy of an (n, n) tensor into another: no FLOP, n^2 elements read and n^2 written."""
+    size = torch.tensor([], dtype=dtype).element_size()
+    return {"nbytes": 2.0 * n * n * size}
 
 
 def matmul_work(n: int, dtype: torch.dtype = torch.float32) -> dict[str, float]:

@@ -176,3 +176,47 @@ def test_bench_command_explains_itself_and_rejects_bad_sizes(capsys):
     assert "--vs-timer" in capsys.readouterr().out
     assert main(["bench", "big"]) == 2
     assert "whole numbers" in capsys.readouterr().err
+
+
+def _row(label, median, iqr, blocks=5, **extra):
+    times = [median] * blocks
+    timing = bench.Timing(median=median, iqr=iqr, times=times, num_threads=1, device="cpu", label=label, **extra)
+    return dict(timing.as_row(), size=len(label))
+
+
+def test_best_and_noisy_leave_out_noisy_rows_and_name_them():
+    """One noisy point (an IQR seven times its median) must not become the "peak"."""
+    table = bench.Table([_row("a", 1e-3, 7e-3, flops=1e9), _row("bb", 2e-3, 1e-4, flops=1e9),
+                         _row("ccc", 1e-3, 1e-5, blocks=1, flops=1e9)])
+    assert table.best("flops_per_s")["label"] == "bb"  # "a" reports twice the rate, but its spread is 700 %
+    assert [r["label"] for r in table.noisy()] == ["a", "ccc"]
+    text = bench.describe_noisy(table, ["label"])
+    assert "a (IQR 700% of the median)" in text and "ccc (too few blocks to know its spread)" in text
+    assert bench.Table([_row("a", 1e-3, 7e-3, flops=1e9)]).best("flops_per_s") is None
+    assert bench.describe_noisy(bench.Table([_row("bb", 2e-3, 1e-4)])) == ""
+
+
+def test_timing_from_single_call_times_and_whether_one_call_stands_out():
+    steady = bench.Timing.from_times([1.0e-3, 1.1e-3, 0.9e-3, 1.0e-3, 1.05e-3], "cpu")
+    assert steady.median == pytest.approx(1e-3) and steady.iqr == pytest.approx(0.05e-3) and not steady.noisy
+    assert steady.stands_out(5e-3) and not steady.stands_out(1.2e-3)
+    busy = bench.Timing.from_times([1e-3, 9e-3, 2e-3, 30e-3, 5e-3])
+    assert busy.noisy and not busy.stands_out(20e-3)  # inside the spread of a busy machine: it shows nothing
+    with pytest.raises(ValueError, match="at least one"):
+        bench.Timing.from_times([])
+
+
+@pytest.mark.parametrize("add_bytes_per_s, add_flops_per_s, expected", [
+    (8e9, 1e9 / 1.5, "memory"),  # near the copy's bandwidth, far below the product's FLOP/s
+    (1e9, 1e8, "unclear"),  # far below both ceilings: overhead or noise, not memory
+    (8e9, 6e10, "compute"),
+])
+def test_limited_by_follows_from_the_measured_ceilings(add_bytes_per_s, add_flops_per_s, expected):
+    add = bench.Timing(median=1e-3, iqr=0.0, times=[1e-3] * 5, num_threads=1, device="cpu",
+                       flops=add_flops_per_s * 1e-3, nbytes=add_bytes_per_s * 1e-3)
+    assert bench.limited_by(add, bandwidth=1e10, flops_per_s=1e11) == expected
+
+
+def test_copy_work_counts_bytes_read_and_written():
+    assert bench.copy_work(4) == {"nbytes": 2 * 16 * 4}
+    assert bench.copy_work(4, torch.float16)["nbytes"] == 2 * 16 * 2

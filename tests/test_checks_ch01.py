@@ -183,6 +183,51 @@ def test_the_timer_checks_name_each_mistake():
         ch01.check_runs(unguarded, torch.device("cpu"), warmup=1, repeats=1)
 
 
+def _guarded(condition):
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        device = torch.device(device)
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            if condition(device):
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            if condition(device):
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    return time_on_device
+
+
+@pytest.mark.parametrize("condition", [lambda d: d == "cuda", lambda d: str(d) == "cuda:0",
+                                       lambda d: d.type == "gpu"])
+def test_a_synchronisation_behind_an_always_false_guard_is_named(condition):
+    with pytest.raises(CheckFailed, match="guard around it.*always false") as err:
+        ch01.check_sync(_guarded(condition), kernel_s=0.002, warmup=3, repeats=10)
+    assert "torch.device('cuda') == 'cuda' is False" in str(err.value)
+    ch01.check_sync(_guarded(lambda d: d.type == "cuda"), kernel_s=0.002, warmup=3, repeats=10)
+
+
+def test_the_guard_is_quoted_from_the_source_and_found_in_a_helper():
+    def wait(device):
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        fn()
+        start = time.perf_counter()
+        fn()
+        wait(device)
+        return time.perf_counter() - start
+
+    with pytest.raises(CheckFailed, match=r"\(`if device == \"cuda\":`\)"):
+        ch01.check_sync(time_on_device, kernel_s=0.002, warmup=1, repeats=1)
+    assert ch01.sync_functions(time_on_device) == [wait]
+
+
 def test_a_constant_answer_that_never_calls_fn_loses_with_a_reason():
     def time_on_device(fn, device, warmup=3, repeats=10):
         return 0.001
@@ -279,16 +324,46 @@ def test_fake_comparison_passes_a_correct_comparison_and_names_mistakes():
     assert "no accelerator" in none.no_accelerator_verdict(lambda: torch.device(None), [8, 16])
 
 
-def test_fake_comparison_judges_the_crossover_against_the_learners_own_speedups():
+def test_the_crossover_is_judged_against_the_true_speedups_so_a_wrong_ratio_costs_it_nothing():
     fake = FakeComparison({"cpu": [1e-5, 1e-3, 1e-1], "cuda": [1e-4, 2e-3, 1e-3]})
     result = _reference_compare(fake.make_work, [8, 64, 512], "cuda", fake.timer)
     inverted = [1 / s for s in result["speedup"]]
+    from_times = dict(result, speedup=inverted)  # the crossover found from the times: right
+    assert fake.crossover_verdict(from_times, [8, 64, 512]) is None
     consistent = dict(result, speedup=inverted, crossover=bench.crossover([8, 64, 512], inverted))
-    assert fake.crossover_verdict(consistent, [8, 64, 512]) is None  # the speed-up check names the inversion
-    tie = FakeComparison({"cpu": [1e-5, 2e-3, 4e-3], "cuda": [1e-4, 2e-3, 1e-3]})
-    result = _reference_compare(tie.make_work, [8, 64, 512], "cuda", tie.timer)
-    assert result["crossover"] == 512
-    assert "tie" in tie.crossover_verdict(dict(result, crossover=64), [8, 64, 512])
+    assert fake.crossover_verdict(consistent, [8, 64, 512]) is None  # right logic on a wrong ratio
+    assert "expected 512" in fake.crossover_verdict(dict(result, crossover=64), [8, 64, 512])
+    assert fake.crossover_verdict(dict(result, crossover=np.int64(512)), [8, 64, 512]) is None
+    assert fake.crossover_verdict(dict(result, crossover=torch.tensor(512)), [8, 64, 512]) is None
+
+
+@pytest.mark.parametrize("speedups, got, says", [
+    ([0.1, 2.0, 0.5, 1.0, 100.0], 128, "first size where it wins"),
+    ([0.1, 2.0, 0.5, 1.0, 100.0], 1024, "tie"),
+    ([2.0, 10.0], None, "faster at every size"),
+])
+def test_each_wrong_crossover_is_named(speedups, got, says):
+    sizes = [16, 128, 512, 1024, 2048][:len(speedups)]
+    fake = FakeComparison({"cpu": [s * 1e-3 for s in speedups], "cuda": [1e-3] * len(speedups)})
+    result = _reference_compare(fake.make_work, sizes, "cuda", fake.timer)
+    assert fake.crossover_verdict(result, sizes) is None
+    assert says in fake.crossover_verdict(dict(result, crossover=got), sizes)
+
+
+def test_timing_the_accelerator_on_cpu_inputs_is_named_in_both_checks():
+    def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
+        works = [make_work(n, "cpu") for n in sizes]
+        cpu_s = [timer(w, "cpu") for w in works]
+        acc_s = [timer(w, accelerator) for w in works]
+        speedup = [c / a for c, a in zip(cpu_s, acc_s)]
+        return {"accelerator": accelerator, "sizes": list(sizes), "cpu_s": cpu_s, "accelerator_s": acc_s,
+                "speedup": speedup, "crossover": bench.crossover(sizes, speedup)}
+
+    case = dict(cpu_s=[1e-3, 2e-3], accelerator_s=[1e-4, 1e-4])
+    with pytest.raises(CheckFailed, match=r"wrong device.*make_work\(size, 'cpu'\)"):
+        ch01.check_speedup(compare_devices, [8, 16], **case)
+    with pytest.raises(CheckFailed, match="wrong device"):
+        ch01.check_untimed_setup(compare_devices, [8, 16], **case)
 
 
 def test_a_constant_comparison_loses_the_crossover_too():

@@ -16,7 +16,9 @@ failure raises :class:`~helpers.checks.CheckFailed` naming the mistake.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
+import re
 import threading
 import time
 import timeit
@@ -49,6 +51,7 @@ __all__ = [
     "check_untimed_warmup",
     "check_warmup",
     "simulate_timer",
+    "sync_functions",
     "sync_routes",
 ]
 
@@ -306,8 +309,12 @@ def check_runs(time_on_device: Callable[..., Any], device: Any, warmup: int, rep
                         f"end, end - start.")
 
 
-def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | None:
-    """None if no clock was read while queued work was unfinished, else the mistake in words."""
+def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float, timer: Any = None) -> str | None:
+    """None if no clock was read while queued work was unfinished, else the mistake in words.
+
+    ``timer`` (the learner's function) lets it tell "never synchronises" from
+    "has a synchronisation that never ran": a guard that is always false.
+    """
     clocks = sim.events("clock")
     if not sim.calls:
         return NEVER_CALLED
@@ -318,6 +325,8 @@ def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | No
     if not busy_reads:
         return None  # what it returns is the business of the median check
     got, each = format_seconds(as_seconds(result)), format_seconds(kernel_s)
+    if not sim.events("sync") and (functions := sync_functions(timer)):
+        return _guard_message(functions, sim.device, got, each)
     if not sim.events("sync"):
         return (f"no synchronisation: time_on_device returned {got} for work that takes {each} a call on a "
                 f"(simulated) GPU, because it never synchronised the device, so the clock stopped when the work was "
@@ -331,11 +340,69 @@ def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | No
             f"the clock included.")
 
 
+def _names(code: Any) -> set[str]:
+    """The global and attribute names ``code`` and the functions nested in it use."""
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    return names
+
+
+def sync_functions(fn: Any, depth: int = 3) -> list[Any]:
+    """``fn`` and the learner's own functions it calls (same module or enclosing scope, ``depth`` levels deep)
+    whose code names ``synchronize``."""
+    code = getattr(fn, "__code__", None)
+    if code is None or depth < 0:
+        return []
+    names, scope = _names(code), getattr(fn, "__globals__", {})
+    found = [fn] if "synchronize" in names else []
+    enclosed = [cell.cell_contents for cell in getattr(fn, "__closure__", None) or () if _filled(cell)]
+    for helper in [scope.get(name) for name in sorted(names)] + enclosed:
+        if helper is not fn and getattr(helper, "__globals__", None) is scope:
+            found += [h for h in sync_functions(helper, depth - 1) if h not in found]
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # a closure variable not assigned yet
+        return False
+    return True
+
+
+def _guard_line(functions: Sequence[Any]) -> str | None:
+    """The ``if``/``elif`` line nearest above the first line that synchronises, where the source can be read."""
+    for fn in functions:
+        try:
+            lines = inspect.getsource(fn).splitlines()
+        except (OSError, TypeError):
+            continue
+        first = next((i for i, line in enumerate(lines) if "synchronize" in line), None)
+        if first is not None:
+            return next((a.strip() for a in reversed(lines[:first + 1]) if re.match(r"\s*(el)?if\b", a)), None)
+    return None
+
+
+def _guard_message(functions: Sequence[Any], device: torch.device, got: str, each: str) -> str:
+    line = _guard_line(functions)
+    quoted = f" (`{line}`)" if line else ""
+    return (f"the synchronisation never ran: time_on_device has a synchronize call, but on a (simulated) GPU, "
+            f"device={_device_text(device)}, the guard around it{quoted} was always false, so the clock stopped "
+            f"when the work was queued (it returned {got}; each call takes {each}). A torch.device never equals a "
+            f"string (torch.device('cuda') == 'cuda' is False), a device may be 'cuda:0' rather than 'cuda', and "
+            f"`is` compares identity, not value: test device.type == 'cuda' on a torch.device (after "
+            f"device = torch.device(device)), or call dev.synchronize(device), which is right on every device.")
+
+
 def check_sync(time_on_device: Callable[..., Any], kernel_s: float, warmup: int, repeats: int,
                device: Any = None) -> None:
     """On a simulated GPU whose calls queue ``kernel_s`` of work, every clock read comes after a synchronisation."""
     sim, result = simulate_timer(time_on_device, "cuda", kernel_s, device, warmup=warmup, repeats=repeats)
-    verdict = sync_verdict(sim, result, kernel_s)
+    verdict = sync_verdict(sim, result, kernel_s, time_on_device)
     check(verdict is None, verdict or "")
 
 
@@ -533,6 +600,8 @@ class FakeComparison:
             return msg
         timed = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "time")}
         untimed = [(n, k) for k in self.seconds for n in sizes if (n, k) not in timed]
+        if untimed and self.wrong_device():
+            return self._wrong_device_message()
         if untimed:
             return (f"the work for {untimed} (size, device) was not timed with the `timer` compare_devices was given: "
                     f"call timer(fn, device), not time_on_device directly. The checks pass their own timer so that "
@@ -559,25 +628,43 @@ class FakeComparison:
         return f"\"speedup\": got {speedup!r}; expected cpu_s / accelerator_s per size, {want}."
 
     def crossover_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
-        """Judged against the speed-ups the learner returned, when they are a list of numbers, one per size,
-        and the work was made for every size on every device (so they come from a measurement).
+        """Judged against the true speed-ups, the injected CPU seconds over the accelerator's.
 
-        So a wrong speed-up (inverted, say) costs the speed-up check only, and a
-        crossover computed right from it passes; otherwise (a constant answer,
-        say) it is judged against the injected timings.
+        A crossover computed right from the learner's own speed-ups passes too,
+        when those come from a measurement (every size made or timed on both
+        devices): a wrong ratio (inverted, say) is charged to the speed-up check
+        once, whether the crossover was computed from it or from the times.
         """
         if (msg := _missing(result, ["crossover", "speedup"])) is not None:
             return msg
-        speedup = self._speedups()
-        own = _floats(result["speedup"]) if result["speedup"] is not None else None
-        made = {(e[1], e[2]) for e in self.log if e[0] == "make"}
-        measured = all((n, kind) in made for n in sizes for kind in self.seconds)
-        if measured and own is not None and len(own) == len(sizes) and all(math.isfinite(v) for v in own):
-            speedup = own
-        want = benchmark.crossover(sizes, speedup)
-        if result["crossover"] == want:
+        want, got = benchmark.crossover(sizes, self._speedups()), result["crossover"]
+        if _same_size(got, want):
             return None
-        return _crossover_mistake(result["crossover"], want, list(sizes), speedup)
+        own = _floats(result["speedup"]) if result["speedup"] is not None else None
+        if (self._measured(sizes) and own is not None and len(own) == len(sizes) and all(map(math.isfinite, own))
+                and _same_size(got, benchmark.crossover(sizes, own))):
+            return None
+        return _crossover_mistake(got, want, list(sizes), self._speedups())
+
+    def _measured(self, sizes: Sequence[int]) -> bool:
+        """Whether every size was made, or timed, on every device: speed-ups that come from a measurement."""
+        covered = {(e[1], e[2]) for e in self.log if e[0] == "make"}
+        covered |= {(e[1], e[3]) for e in self.log if e[0] == "time"}
+        return all((n, kind) in covered for n in sizes for kind in self.seconds)
+
+    def wrong_device(self) -> list[tuple[int, str, str]]:
+        """``(size, made on, timed with)`` for each timing of work with a device other than the one it was made on."""
+        return [(n, kind, with_) for _, n, kind, with_ in (e for e in self.log if e[0] == "time") if kind != with_]
+
+    def _wrong_device_message(self) -> str:
+        n, kind, with_ = self.wrong_device()[0]
+        sizes = sorted({e[0] for e in self.wrong_device()})
+        if with_ not in self.seconds:
+            return (f"the work made on {kind} (size {n}) was timed with device={with_}: pass the timer the device "
+                    f"the inputs were made on, timer(fn, device), so it synchronises that device.")
+        return (f"inputs made on the wrong device: the {with_} timings (sizes {sizes}) timed work that "
+                f"make_work(size, {kind!r}) made, so they measure the {kind}, not the {with_}. Make each device's "
+                f"inputs on that device, fn = make_work(size, device), and time that fn with timer(fn, device).")
 
     def setup_verdict(self, sizes: Sequence[int], devices: Sequence[str]) -> str | None:
         inside = [(n, k) for _, n, k, timed in (e for e in self.log if e[0] == "make") if timed]
@@ -585,16 +672,13 @@ class FakeComparison:
             return (f"inputs were created inside the timed region: make_work(size, device) ran while the timer was "
                     f"timing (for {inside}). Call make_work before timing and pass the timer only the function it "
                     f"returns, so creating the inputs is not measured.")
+        if self.wrong_device():
+            return self._wrong_device_message()
         made = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "make")}
         want = {(n, k) for n in sizes for k in devices}
         if not want <= made:
             return (f"make_work was not called for every size on every device outside the timed region: missing "
                     f"{sorted(want - made)}. Make the inputs on each device with make_work(size, device).")
-        wrong = [(n, k, t) for _, n, k, t in (e for e in self.log if e[0] == "time") if k != t]
-        if wrong:
-            n, k, t = wrong[0]
-            return (f"the work made on {k} (size {n}) was timed with device={t}; pass the timer the device the "
-                    f"inputs were made on, so it synchronises that device (inputs made outside the timed region).")
         return None
 
     def no_accelerator_verdict(self, call: Callable[[], Any], sizes: Sequence[int]) -> str | None:
@@ -624,6 +708,13 @@ class FakeComparison:
             return (f"with no accelerator, \"cpu_s\" should still hold the CPU's seconds per call, "
                     f"{self.seconds['cpu']}; got {result['cpu_s']!r}.")
         return None
+
+
+def _same_size(got: Any, want: int | None) -> bool:
+    """``got`` is the size ``want`` (or both None); a NumPy or one-element tensor integer counts as the size."""
+    if got is None or want is None:
+        return got is None and want is None
+    return as_seconds(got) == float(want)
 
 
 def _crossover_mistake(got: Any, want: int | None, sizes: list[int], speedup: list[float]) -> str:

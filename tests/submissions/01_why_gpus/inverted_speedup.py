@@ -2,7 +2,7 @@
 # fails: compare-devices-speedup
 # says: inverted
 # Typical mistake: the speed-up inverted (accelerator time / CPU time). Its crossover, computed consistently
-# from those speed-ups, is judged against them, so the one mistake costs the speed-up check only.
+# from those speed-ups, is accepted as consistent with them, so the one mistake costs the speed-up check only.
 def compare_devices(make_work, sizes, accelerator, timer=time_on_device):
     sizes = list(sizes)
     cpu_s = [timer(make_work(n, "cpu"), "cpu") for n in sizes]
