@@ -48,23 +48,36 @@ def _mistakes_notebook(released_path, chapter, student):
 
 @pytest.fixture(scope="module")
 def graded(released_course):
-    course = released_course
-    for chapter in chapters():
-        released = course / "release" / chapter / f"{chapter}.ipynb"
-        for student in ("reference", "blank", *MISTAKES):
-            (course / "submitted" / student / chapter).mkdir(parents=True, exist_ok=True)
-        shutil.copy(solution_path(chapter), course / "submitted" / "reference" / chapter / f"{chapter}.ipynb")
-        shutil.copy(released, course / "submitted" / "blank" / chapter / f"{chapter}.ipynb")
-        for student in MISTAKES:
-            nbformat.write(_mistakes_notebook(released, chapter, student),
-                           str(course / "submitted" / student / chapter / f"{chapter}.ipynb"))
-        proc = subprocess.run(
-            [sys.executable, "-m", "nbgrader", "autograde", chapter, "--force", "--create", "--log-level=WARN",
-             f"--CourseDirectory.root={course}"],
-            cwd=course, capture_output=True, text=True,
-        )
-        assert proc.returncode == 0, f"autograde {chapter} failed:\n{proc.stdout}\n{proc.stderr}"
-    return course
+    """``graded(chapter)``: the course folder, once nbgrader has autograded that chapter's four students.
+
+    Each chapter is graded on first use, so the chapters' tests can run on different workers.
+    """
+    done = set()
+
+    def grade(chapter):
+        if chapter not in done:
+            _autograde(released_course, chapter)
+            done.add(chapter)
+        return released_course
+
+    return grade
+
+
+def _autograde(course, chapter):
+    released = course / "release" / chapter / f"{chapter}.ipynb"
+    for student in ("reference", "blank", *MISTAKES):
+        (course / "submitted" / student / chapter).mkdir(parents=True, exist_ok=True)
+    shutil.copy(solution_path(chapter), course / "submitted" / "reference" / chapter / f"{chapter}.ipynb")
+    shutil.copy(released, course / "submitted" / "blank" / chapter / f"{chapter}.ipynb")
+    for student in MISTAKES:
+        nbformat.write(_mistakes_notebook(released, chapter, student),
+                       str(course / "submitted" / student / chapter / f"{chapter}.ipynb"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "autograde", chapter, "--force", "--create", "--log-level=WARN",
+         f"--CourseDirectory.root={course}"],
+        cwd=course, capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, f"autograde {chapter} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
 def _cell_scores(gb, chapter, student):
@@ -76,7 +89,7 @@ def _cell_scores(gb, chapter, student):
 @pytest.mark.parametrize("chapter", chapters())
 def test_reference_scores_full_marks_and_blank_scores_zero(graded, chapter):
     maximum = sum(grade_cells(load(solution_path(chapter))).values())
-    with Gradebook(f"sqlite:///{graded / 'gradebook.db'}") as gb:
+    with Gradebook(f"sqlite:///{graded(chapter) / 'gradebook.db'}") as gb:
         reference = gb.find_submission(chapter, "reference")
         blank = gb.find_submission(chapter, "blank")
         assert reference.max_score == maximum
@@ -92,7 +105,7 @@ def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded,
     chosen = mistakes_for(chapter, student)
     assert chosen, f"{chapter} has no wrong submission in tests/submissions/{chapter}"
     expected_failures = {gid for sub in chosen.values() for gid in sub.fails}
-    with Gradebook(f"sqlite:///{graded / 'gradebook.db'}") as gb:
+    with Gradebook(f"sqlite:///{graded(chapter) / 'gradebook.db'}") as gb:
         scores = _cell_scores(gb, chapter, student)
     lost = {gid for gid, (score, maximum) in scores.items() if score != maximum}
     assert lost == expected_failures, f"{chapter}: nbgrader took points from {sorted(lost)}, expected {sorted(expected_failures)}"

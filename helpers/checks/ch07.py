@@ -380,7 +380,8 @@ def check_slowest_region(profile_regions: Callable, durations: Mapping[str, floa
     check(isinstance(result, str), f"profile_regions returned {result!r:.60}; expected the region's name, a str.")
     check(result in durations, f"profile_regions returned {result!r}, which is not one of the regions "
                                f"{list(durations)}: keep only the record_function events (cat 'user_annotation').")
-    fastest = min(durations, key=durations.get)
+    measured = totals if totals and all(v > 0 for v in totals.values()) else durations
+    fastest = min(measured, key=measured.get)  # as the trace says: a loaded grader can swap the two quick regions
     hint = (" That is the fastest: take the largest total duration ('dur'), not the smallest."
             if result == fastest else " Sum each region's 'dur' (microseconds) over its events and take the largest.")
     check(result == expected, f"profile_regions returned {result!r}; the slowest region is {expected!r} "
