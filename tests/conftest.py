@@ -18,26 +18,8 @@ GPU_SKIP_REASON = "needs a CUDA GPU; this machine has none (torch.cuda.is_availa
 ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON,)
 
 
-def xdist_group_of(item) -> str:
-    """Which worker group a test runs in under ``-n 2 --dist loadgroup``.
-
-    A notebook's cells must stay together (nbval breaks when they are split), and so
-    must the tests of one module, which share module fixtures; but the two heaviest
-    modules, the in-process exercises and the nbgrader round trip, are split by
-    chapter, so the chapters' grading spreads over both cores.
-    """
-    path = str(item.path)
-    chapter = getattr(getattr(item, "callspec", None), "params", {}).get("chapter")
-    sub = getattr(getattr(item, "callspec", None), "params", {}).get("sub")
-    if item.path.name in ("test_exercises.py", "test_roundtrip.py") and (chapter or sub):
-        return f"{item.path.stem}-{chapter or sub.chapter}"
-    return path
-
-
 def pytest_collection_modifyitems(config, items):
-    """Group tests for the two xdist workers; skip tests marked ``gpu`` on machines without CUDA, and say why."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    """Skip tests marked ``gpu`` on machines without CUDA, and say why."""
     if torch.cuda.is_available():
         return
     for item in items:

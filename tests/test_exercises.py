@@ -29,8 +29,7 @@ def _graded(chapter):
     return run_submissions(_notebook(chapter), runs)
 
 
-@pytest.mark.parametrize("chapter", chapters())
-def test_reference_solution_passes_every_check(chapter):
+def check_reference_solution_passes_every_check(chapter):
     result = _graded(chapter)["reference"]
     assert set(result.cells) == set(grade_cells(_notebook(chapter)))
     failed = {gid: r.message for gid, r in result.cells.items() if not r.passed}
@@ -38,8 +37,7 @@ def test_reference_solution_passes_every_check(chapter):
     assert not result.leaks, f"the reference solution of {chapter} leaves global state changed: {result.leaks}"
 
 
-@pytest.mark.parametrize("sub", submissions(), ids=lambda s: f"{s.chapter}/{s.name}")
-def test_submission_loses_exactly_its_points(sub):
+def check_submission_loses_exactly_its_points(sub):
     points = grade_cells(_notebook(sub.chapter))
     assert not sub.fails or sub.says, f"{sub.path.name}: a wrong submission needs '# says:', the words its failure must name"
     unknown = set(sub.fails) - set(points)
@@ -71,3 +69,24 @@ def test_every_exercise_has_two_wrong_submissions():
     short = {gid: sorted(wrong.get(gid, ())) for chapter in chapters() for gid in solution_ids(_notebook(chapter))
              if len(wrong.get(gid, ())) < 2}
     assert not short, f"exercises with fewer than two wrong submissions in tests/submissions: {short}"
+
+
+def _chapter_tests(chapter):
+    """One chapter's exercises as a test class, so that ``--dist loadscope`` can give each chapter's
+    submissions (one worker process, cached) to either xdist worker."""
+    subs = [sub for sub in submissions() if sub.chapter == chapter]
+
+    class Tests:
+        def test_reference_solution_passes_every_check(self):
+            check_reference_solution_passes_every_check(chapter)
+
+        @pytest.mark.parametrize("sub", subs, ids=lambda s: f"{s.chapter}/{s.name}")
+        def test_submission_loses_exactly_its_points(self, sub):
+            check_submission_loses_exactly_its_points(sub)
+
+    Tests.__name__ = Tests.__qualname__ = f"TestExercises_{chapter}"
+    return Tests
+
+
+for _chapter in chapters():
+    globals()[f"TestExercises_{_chapter}"] = _chapter_tests(_chapter)

@@ -85,9 +85,7 @@ def _cell_scores(gb, chapter, student):
     return {g.name: (g.score, g.max_score) for nb in submission.notebooks for g in nb.grades if g.cell_type == "code"}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("chapter", chapters())
-def test_reference_scores_full_marks_and_blank_scores_zero(graded, chapter):
+def check_reference_scores_full_marks_and_blank_scores_zero(graded, chapter):
     maximum = sum(grade_cells(load(solution_path(chapter))).values())
     with Gradebook(f"sqlite:///{graded(chapter) / 'gradebook.db'}") as gb:
         reference = gb.find_submission(chapter, "reference")
@@ -98,10 +96,7 @@ def test_reference_scores_full_marks_and_blank_scores_zero(graded, chapter):
         assert blank.score == 0, f"{chapter}: the blank release scores {blank.score} of {maximum}"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("student", MISTAKES)
-@pytest.mark.parametrize("chapter", chapters())
-def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter, student):
+def check_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter, student):
     chosen = mistakes_for(chapter, student)
     assert chosen, f"{chapter} has no wrong submission in tests/submissions/{chapter}"
     expected_failures = {gid for sub in chosen.values() for gid in sub.fails}
@@ -114,3 +109,24 @@ def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded,
     assert {g for g, r in in_process.items() if not r.passed} == lost, (
         f"{chapter}: the in-process runner and nbgrader disagree on which checks fail"
     )
+
+
+def _chapter_tests(chapter):
+    """The round trip of one chapter as a test class, so that ``--dist loadscope`` can give each
+    chapter to either worker (pytest-xdist schedules a module's plain functions together)."""
+
+    @pytest.mark.slow
+    class Tests:
+        def test_reference_scores_full_marks_and_blank_scores_zero(self, graded):
+            check_reference_scores_full_marks_and_blank_scores_zero(graded, chapter)
+
+        @pytest.mark.parametrize("student", MISTAKES)
+        def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(self, graded, student):
+            check_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter, student)
+
+    Tests.__name__ = Tests.__qualname__ = f"TestRoundTrip_{chapter}"
+    return Tests
+
+
+for _chapter in chapters():
+    globals()[f"TestRoundTrip_{_chapter}"] = _chapter_tests(_chapter)
