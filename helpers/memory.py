@@ -52,6 +52,7 @@ __all__ = [
     "measure_anatomy",
     "measure_peak",
     "memory_timeline",
+    "saved_for_backward",
     "track_memory",
 ]
 
@@ -560,20 +561,31 @@ def estimate_anatomy(model: nn.Module, dtype: torch.dtype | None = None, optimiz
                    optimizer_state=copies * trainable, activations=activations)
 
 
-def _saved_tensor_bytes(model: nn.Module, x: torch.Tensor) -> int:
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+def saved_for_backward(fn: Callable[[], Any], exclude: Any = ()) -> int:
+    """Bytes of the tensors autograd saves for backward while ``fn()`` runs, each storage once.
+
+    Read through ``torch.autograd.graph.saved_tensors_hooks``: its pack hook
+    sees every tensor an operation saves. Tensors in ``exclude`` (parameters,
+    the input batch: memory that exists anyway) are left out. Zero under
+    ``no_grad``/``inference_mode``, where nothing is saved. What ``fn``
+    returns is dropped, so the saved tensors are freed afterwards.
+    """
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         st = t.untyped_storage()
-        if st.data_ptr() not in params and st.data_ptr() != x.untyped_storage().data_ptr():
+        if st.data_ptr() not in skip:
             seen[st.data_ptr()] = st.nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(x)
-    del out
+        fn()
     return sum(seen.values())
+
+
+def _saved_tensor_bytes(model: nn.Module, x: torch.Tensor) -> int:
+    return saved_for_backward(lambda: model(x), exclude=[*model.parameters(), x])
 
 
 def measure_anatomy(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,

@@ -225,3 +225,16 @@ def test_profiler_allocator_warning_never_reaches_stderr_but_other_lines_do(raw)
     assert proc.returncode == 0, proc.stderr
     assert "a line the measured code wrote" in proc.stderr  # nothing else is swallowed
     assert ("Memory block of unknown size" in proc.stderr) is raw  # the raw profiler shows the test can fail
+
+
+def test_saved_for_backward_sees_what_eval_still_saves_and_nothing_under_no_grad():
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 4))
+    x = torch.randn(32, 16)
+    params = [*model.parameters(), x]
+    model.eval()
+    saved_eval = mem.saved_for_backward(lambda: model(x), exclude=params)
+    assert saved_eval == 32 * 64 * 4  # the ReLU output (also the last Linear's input): one storage
+    model.train()
+    assert mem.saved_for_backward(lambda: model(x), exclude=params) > saved_eval  # plus dropout's mask and output
+    with torch.no_grad():
+        assert mem.saved_for_backward(lambda: model(x), exclude=params) == 0
