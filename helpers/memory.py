@@ -52,6 +52,7 @@ __all__ = [
     "measure_anatomy",
     "measure_peak",
     "memory_timeline",
+    "saved_for_backward",
     "track_memory",
 ]
 
@@ -239,16 +240,27 @@ class MemoryStats:
         return f"{text} on {self.device} [{self.method}]"
 
 
-@contextlib.contextmanager
-def _quiet_native_stderr() -> Iterator[None]:
-    """Silence C++-level stderr while the profiler starts and stops.
+#: Lines the profiler's C++ side writes to file descriptor 2 that say nothing about the learner's code:
+#: Kineto's "USDT ... profiler_start/stop" at every start and stop, and c10's CPU allocator warning,
+#: logged when the measured block frees a tensor made before the profiler started (any ``del`` or
+#: ``zero_grad(set_to_none=True)`` of older tensors does it).
+PROFILER_NOISE = ("Memory block of unknown size was allocated before the profiling started", "USDT")
 
-    Kineto prints "USDT ... profiler_start/stop" lines on file descriptor 2 at
-    every start and stop; in a notebook they land in the learner's output as
-    noise. Only the start and stop are silenced, never the measured block.
+
+@contextlib.contextmanager
+def _filtered_native_stderr(noise: tuple[str, ...] = PROFILER_NOISE) -> Iterator[None]:
+    """Hold back C++-level stderr (file descriptor 2) while the profiler runs, and pass on all but ``noise``.
+
+    The native lines go to fd 2 directly, under Python's ``sys.stderr``, so
+    ``warnings`` cannot filter them; in a notebook they appear in red. The
+    whole profiled window is covered (start, measured block, stop), because
+    the allocator warning comes from inside the block. Every other line written
+    to fd 2 meanwhile is written back when the window closes: nothing the
+    measured code prints is lost, only delayed.
     """
     import os
     import sys
+    import tempfile
 
     try:
         sys.stderr.flush()
@@ -256,13 +268,20 @@ def _quiet_native_stderr() -> Iterator[None]:
     except (OSError, ValueError, AttributeError):  # no real fd 2 (some embedded interpreters)
         yield
         return
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                sys.stderr.flush()  # in a script sys.stderr is fd 2: what Python buffered belongs to this window
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().splitlines(keepends=True)
+                    if not any(n.encode() in line for n in noise)]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def _profiler_busy() -> bool:
@@ -284,9 +303,11 @@ def track_memory(device: str | torch.device | None = None, method: str = "auto")
     ``method="auto"`` picks the most accurate source per device: ``"cuda"``
     (the caching allocator's statistics, reset on entry, so a tracker inside
     another resets the outer one's peak), ``"profiler"`` on the CPU (the
-    allocator's events, including temporaries inside operations; frees of
-    memory allocated before the block are not reported, so ``current_bytes``
-    only counts what the block allocated), or ``"tensors"`` (every operation's
+    allocator's events, including temporaries inside operations; the free of
+    a tensor made before the block is reported only if that tensor was made
+    while an earlier profiler ran, so measure blocks that free nothing older
+    than themselves, e.g. call ``zero_grad(set_to_none=True)`` before the
+    block, not inside it), or ``"tensors"`` (every operation's
     output storages, watched until they are freed; misses temporaries inside
     an operation; used on MPS and when a profiler is already running).
     """
@@ -306,13 +327,9 @@ def track_memory(device: str | torch.device | None = None, method: str = "auto")
         stats.peak_reserved_bytes = torch.cuda.max_memory_reserved(d)
     elif method == "profiler":
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
-        with _quiet_native_stderr():
-            prof.__enter__()
-        try:
-            yield stats
-        finally:
-            with _quiet_native_stderr():
-                prof.__exit__(None, None, None)
+        with _filtered_native_stderr():
+            with prof:
+                yield stats
         deltas = [
             (e.start_ns(), e.nbytes())
             for e in prof.profiler.kineto_results.events()
@@ -544,20 +561,31 @@ def estimate_anatomy(model: nn.Module, dtype: torch.dtype | None = None, optimiz
                    optimizer_state=copies * trainable, activations=activations)
 
 
-def _saved_tensor_bytes(model: nn.Module, x: torch.Tensor) -> int:
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+def saved_for_backward(fn: Callable[[], Any], exclude: Any = ()) -> int:
+    """Bytes of the tensors autograd saves for backward while ``fn()`` runs, each storage once.
+
+    Read through ``torch.autograd.graph.saved_tensors_hooks``: its pack hook
+    sees every tensor an operation saves. Tensors in ``exclude`` (parameters,
+    the input batch: memory that exists anyway) are left out. Zero under
+    ``no_grad``/``inference_mode``, where nothing is saved. What ``fn``
+    returns is dropped, so the saved tensors are freed afterwards.
+    """
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         st = t.untyped_storage()
-        if st.data_ptr() not in params and st.data_ptr() != x.untyped_storage().data_ptr():
+        if st.data_ptr() not in skip:
             seen[st.data_ptr()] = st.nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(x)
-    del out
+        fn()
     return sum(seen.values())
+
+
+def _saved_tensor_bytes(model: nn.Module, x: torch.Tensor) -> int:
+    return saved_for_backward(lambda: model(x), exclude=[*model.parameters(), x])
 
 
 def measure_anatomy(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,

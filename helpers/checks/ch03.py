@@ -15,6 +15,7 @@ nbgrader scores 0 for a grade cell that writes to stderr.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gc
 import warnings
 from collections.abc import Callable
@@ -26,10 +27,11 @@ from torch.nn import functional as F
 
 from helpers import memory
 from helpers.checks.core import CheckFailed, check, check_close, check_equal, check_type, solved
-from helpers.checks.patching import record_calls
+from helpers.checks.patching import patched, record_calls
 from helpers.models import flat_grads, flat_params
 
 __all__ = [
+    "Accumulated",
     "WatchedStep",
     "accumulation_case",
     "big_batch_gradient",
@@ -78,31 +80,59 @@ def _expected_bytes(model: nn.Module, dtype: torch.dtype) -> dict[str, int]:
     return {"parameters": est.parameters, "gradients": est.gradients, "adam_state": est.optimizer_state}
 
 
-def _part_hint(model: nn.Module, part: str) -> str:
-    """What to fix for ``part``, with the sentence about whatever makes this model special."""
+_BUFFERS = ("Buffers (BatchNorm's running_mean, running_var, num_batches_tracked) are not parameters: count "
+            "model.parameters(), not model.state_dict() or model.buffers().")
+_TIED = ("A shared (tied) weight is one tensor and takes memory once: model.parameters() lists it once, "
+         "state_dict() and named_parameters(remove_duplicate=False) once per layer that uses it.")
+_FROZEN_PARAMS = ("A frozen parameter (requires_grad=False) gets no gradient, but it still takes memory: count "
+                  "every parameter in 'parameters', trainable or not.")
+_FROZEN_GRADS = "Frozen parameters (requires_grad=False) get no gradient and no Adam state: count only p.requires_grad."
+_TIED_GRADS = "A shared (tied) weight has one .grad and one Adam state, whatever the number of layers using it."
+
+
+def _numel(tensors: Any) -> int:
+    return sum(t.numel() for t in tensors)
+
+
+def _miscounts(model: nn.Module, part: str) -> list[tuple[int, str]]:
+    """The element counts that the typical wrong ways of counting ``part`` give, each with what names it.
+
+    Each count is of elements per copy; the caller scales by bytes per
+    element (and by 2 for Adam's state).
+    """
+    params = list(model.parameters())
+    every_use = [p for _, p in model.named_parameters(remove_duplicate=False)]
+    if part == "parameters":
+        trainable_only = _numel(p for p in params if p.requires_grad)
+        return [(_numel(model.state_dict().values()), "That is what counting model.state_dict() gives. " + _BUFFERS
+                 + " " + _TIED),
+                (_numel(params) + _numel(model.buffers()), "That count includes the buffers. " + _BUFFERS),
+                (_numel(every_use), "That count has a shared weight once per layer. " + _TIED),
+                (trainable_only, "That count leaves out the frozen parameters. " + _FROZEN_PARAMS)]
+    return [(_numel(params), "That count includes the frozen parameters. " + _FROZEN_GRADS),
+            (_numel(p for p in every_use if p.requires_grad), "That count has a shared weight once per layer. "
+             + _TIED_GRADS)]
+
+
+def _part_hint(model: nn.Module, part: str, got: Any, itemsize: int) -> str:
+    """What to fix for ``part``: the mistake whose count ``got`` matches, else every rule this model tests."""
+    copies = 2 if part == "adam_state" else 1
+    want = copies * _numel(p for p in model.parameters() if p.requires_grad or part == "parameters")
+    for count, sentence in _miscounts(model, part):
+        if count != want and isinstance(got, int) and got == copies * count * itemsize:
+            return sentence
     has_buffers = any(True for _ in model.buffers())
     tied = len(list(model.named_parameters(remove_duplicate=False))) > len(list(model.parameters()))
     frozen = any(not p.requires_grad for p in model.parameters())
     if part == "parameters":
-        hint = "Sum numel() over model.parameters() and multiply by the bytes per element."
-        if has_buffers:
-            hint += (" Buffers (BatchNorm's running_mean, running_var, num_batches_tracked) are not parameters: "
-                     "count model.parameters(), not model.state_dict().")
-        if tied:
-            hint += (" A shared (tied) weight takes memory once: model.parameters() lists it once, state_dict() and "
-                     "named_parameters(remove_duplicate=False) once per layer that uses it.")
-        if frozen:
-            hint += (" A frozen parameter (requires_grad=False) gets no gradient, but it still takes memory: count "
-                     "every parameter in 'parameters', trainable or not.")
-    elif part == "gradients":
-        hint = "Every trainable parameter gets one gradient of its own size."
-        if frozen:
-            hint += " Frozen parameters (requires_grad=False) get no gradient: count only p.requires_grad."
-    else:
-        hint = "Adam keeps two tensors per trainable parameter (exp_avg and exp_avg_sq): 2 x the gradient bytes."
-        if frozen:
-            hint += " Frozen parameters get none."
-    return hint
+        hint = "Sum p.numel() over model.parameters() (any shape: 4-d conv weights, 1-d biases, 0-d scalars) and " \
+               "multiply by the bytes per element."
+        hint += (" " + _BUFFERS if has_buffers else "") + (" " + _TIED if tied else "")
+        return hint + (" " + _FROZEN_PARAMS if frozen else "")
+    hint = ("Every trainable parameter gets one gradient of its own size (p.numel() elements)." if part == "gradients"
+            else "Adam keeps two tensors per trainable parameter (exp_avg and exp_avg_sq), each of p.numel() "
+                 "elements: 2 x the gradient bytes.")
+    return hint + (" " + _FROZEN_GRADS if frozen else "") + (" " + _TIED_GRADS if tied else "")
 
 
 def check_training_memory(training_memory: Callable, model: nn.Module, part: str, label: str,
@@ -115,7 +145,7 @@ def check_training_memory(training_memory: Callable, model: nn.Module, part: str
     check(part in got, f"training_memory({label}, {dtype}) returned a dict without the key {part!r}. {_KEYS_HINT}")
     want = _expected_bytes(model, dtype)[part]
     check_equal(got[part], want, f"training_memory({label}, {dtype})[{part!r}], the {_PARTS[part]}",
-                _part_hint(model, part) + bits_hint(got[part], want))
+                _part_hint(model, part, got[part], dtype.itemsize) + bits_hint(got[part], want))
 
 
 def check_follows_dtype(training_memory: Callable, model: nn.Module, dtype: torch.dtype, label: str,
@@ -351,35 +381,74 @@ def micro_batch_peak(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Te
     return stats.peak_bytes
 
 
-def _accumulated(fn: Callable, kind: str, k: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run the learner's accumulation (SGD with lr=0) on a case; return what .grad holds and the big batch's gradient."""
+@dataclasses.dataclass
+class Accumulated:
+    """What a learner's accumulation left: ``.grad`` afterwards, the gradient the step saw, the big batch's."""
+
+    grad: torch.Tensor
+    want: torch.Tensor
+    at_steps: list[torch.Tensor]
+
+    def require_gradient_left(self) -> None:
+        """Fail, naming where the gradients were zeroed, when ``.grad`` is empty after the call."""
+        if self.grad.norm() > 0:
+            return
+        if any(g.norm() > 0 for g in self.at_steps):
+            where = ("the step saw the gradient, and it was zeroed after the step. The task asks to leave it in .grad: "
+                     "zero the gradients once, at the start of the call (the next call zeroes them), not after the step.")
+        elif self.at_steps:
+            where = ("it was already empty when optimizer.step() ran: the gradients were zeroed between the last "
+                     "backward() and the step, so the step had nothing to apply. Zero them once, at the start.")
+        else:
+            where = "optimizer.step() was never called, and no backward() left a gradient."
+        raise CheckFailed(f"after accumulate_gradients every .grad is zero or missing (None); expected the big batch's "
+                          f"gradient. {where}")
+
+
+def _accumulated(fn: Callable, kind: str, k: int, seed: int = 0) -> Accumulated:
+    """Run the learner's accumulation (SGD with lr=0) on a case, watching what .grad holds at each step."""
     model, x, y = accumulation_case(kind, k=k, seed=seed)
     want = big_batch_gradient(model, F.mse_loss, x, y)
-    _run(fn, model, torch.optim.SGD(model.parameters(), lr=0.0), F.mse_loss, x, y, k)
-    return flat_grads(model, trainable_only=True), want
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    at_steps: list[torch.Tensor] = []
+    original = optimizer.step
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        at_steps.append(flat_grads(model, trainable_only=True))
+        return original(*args, **kwargs)
+
+    with patched([(optimizer, "step", step)]):
+        _run(fn, model, optimizer, F.mse_loss, x, y, k)
+    return Accumulated(flat_grads(model, trainable_only=True), want, at_steps)
 
 
 def check_every_micro_batch_counts(accumulate_gradients: Callable, k: int, seed: int = 0) -> None:
     """The accumulated gradient points where the big batch's does: no micro-batch was dropped."""
-    got, want = _accumulated(accumulate_gradients, "mlp", k, seed)
-    check(got.norm() > 0, "after accumulate_gradients every .grad is zero or missing; expected the accumulated "
-          "gradient. Zero the gradients once, before the first micro-batch, and not after the step: leave them in .grad.")
-    check_close(got / got.norm(), want / want.norm(), f"direction of the accumulated gradient (k={k})",
+    run = _accumulated(accumulate_gradients, "mlp", k, seed)
+    run.require_gradient_left()
+    check_close(run.grad / run.grad.norm(), run.want / run.want.norm(), f"direction of the accumulated gradient (k={k})",
                 "Some micro-batches are missing from the gradient: were the gradients zeroed in every micro-batch? "
                 "Zero them once, before the first micro-batch, so that backward() adds them up.")
 
 
 def check_gradient_scale(accumulate_gradients: Callable, k: int, seed: int = 0) -> None:
     """The accumulated gradient equals the big batch's, not ``k`` times it (only the last micro-batch has signal)."""
-    got, want = _accumulated(accumulate_gradients, "last-only", k, seed)
-    ratio = float(got.norm() / want.norm())
-    check_close(got, want, f"accumulated gradient (k={k}); it is {ratio:.2f} times the big batch's",
+    run = _accumulated(accumulate_gradients, "last-only", k, seed)
+    run.require_gradient_left()
+    ratio = float(run.grad.norm() / run.want.norm())
+    check_close(run.grad, run.want, f"accumulated gradient (k={k}); it is {ratio:.2f} times the big batch's",
                 "Divide each micro-batch's loss by k: the loss function averages within a micro-batch, so k "
-                "backward passes add up k means, k times too large.")
+                "backward passes add up k means, k times too large." if abs(ratio - k) < 0.5 else
+                "Divide each micro-batch's loss by k, and only that: the mean over the big batch is the mean of the "
+                "k micro-batch means.")
 
 
 def check_one_step(accumulate_gradients: Callable, k: int, lr: float = 0.1, seed: int = 0) -> None:
-    """``optimizer.step()`` runs once, and with the gradient that ``.grad`` holds afterwards."""
+    """``optimizer.step()`` runs once, and with the gradient that ``.grad`` holds afterwards.
+
+    When ``.grad`` is empty afterwards, only the number of steps is judged here:
+    :meth:`Accumulated.require_gradient_left` names that mistake in the gradient cells.
+    """
     model, x, y = accumulation_case("mlp", k=k, seed=seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     before = flat_params(model, trainable_only=True)
@@ -390,7 +459,10 @@ def check_one_step(accumulate_gradients: Callable, k: int, lr: float = 0.1, seed
                 "optimizer.step() was never called: step once, after the last micro-batch." if steps == 0 else
                 "Step once, after the last micro-batch: stepping every micro-batch makes k small steps, each from a "
                 "part of the gradient, instead of one step with the big batch's gradient.")
-    check_close(before - flat_params(model, trainable_only=True), lr * flat_grads(model, trainable_only=True),
+    left = flat_grads(model, trainable_only=True)
+    if left.norm() == 0:
+        return  # .grad was emptied after the step: the gradient cells name that mistake, this one judges the step
+    check_close(before - flat_params(model, trainable_only=True), lr * left,
                 f"the change of the parameters made by SGD(lr={lr}), against {lr} x what .grad holds afterwards",
                 "The step did not use the gradient that .grad holds afterwards: step after the last micro-batch's "
                 "backward, and after any scaling of the gradients (dividing .grad by k after the step changes .grad, "

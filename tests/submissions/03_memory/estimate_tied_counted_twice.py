@@ -1,5 +1,5 @@
 # solution: estimate-memory
-# fails: estimate-memory-parameters
+# fails: estimate-memory-parameters estimate-memory-gradients estimate-memory-adam
 # says: shared
 def training_memory(model, dtype):
     """named_parameters(remove_duplicate=False): a shared weight is counted once per layer that uses it."""
