@@ -327,8 +327,17 @@ def _user_traceback(err: BaseException) -> str:
 
 
 def _spawned_child() -> None:
-    """Entry point of a spawned rank: ``python -c '...' WORK RANK``."""
-    sys.exit(_run_rank(Path(sys.argv[1]), int(sys.argv[2])))
+    """Entry point of a spawned rank: ``python -c '...' WORK RANK``.
+
+    Ends with ``os._exit`` once the result (or error) is written and the output flushed: the
+    interpreter's own teardown can abort in gloo's C++ destructors ("terminate called without an
+    active exception", seen on a loaded 2-core machine), which would turn a finished rank into a
+    crash.
+    """
+    code = _run_rank(Path(sys.argv[1]), int(sys.argv[2]))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # --------------------------------------------------------------------------- the parent side

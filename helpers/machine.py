@@ -14,7 +14,9 @@ import platform
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -59,30 +61,11 @@ class MachineReport:
     verdict: str = ""
 
 
-def nvml_driver_version() -> str | None:
-    """The NVIDIA driver version through NVML (the library nvidia-smi uses), or None."""
-    for name in ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"):
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        try:
-            if lib.nvmlInit_v2() != 0:
-                return None
-            buf = ctypes.create_string_buffer(96)
-            ok = lib.nvmlSystemGetDriverVersion(buf, ctypes.c_uint(96)) == 0
-            lib.nvmlShutdown()
-            return buf.value.decode() if ok else None
-        except AttributeError:
-            return None
-    return None
+def _nvml(query: Callable[[Any], Any]) -> Any:
+    """``query(lib)`` on an initialised NVML (the library nvidia-smi uses), or None where there is none.
 
-
-def nvml_cuda_driver_version() -> tuple[int, int] | None:
-    """The newest CUDA runtime the driver supports, (major, minor), or None without NVML.
-
-    It is what ``nvidia-smi`` prints as "CUDA Version": a property of the
-    driver, not of torch (``torch.version.cuda`` is the runtime torch brought).
+    Loaded with ctypes, so the report works without the nvidia-ml-py package; any failure is None
+    (the machine report never raises).
     """
     for name in ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"):
         try:
@@ -92,13 +75,39 @@ def nvml_cuda_driver_version() -> tuple[int, int] | None:
         try:
             if lib.nvmlInit_v2() != 0:
                 return None
-            value = ctypes.c_int(0)
-            ok = lib.nvmlSystemGetCudaDriverVersion_v2(ctypes.byref(value)) == 0
-            lib.nvmlShutdown()
+            try:
+                return query(lib)
+            finally:
+                lib.nvmlShutdown()
         except AttributeError:
             return None
-        return (value.value // 1000, value.value % 1000 // 10) if ok else None
     return None
+
+
+def nvml_driver_version() -> str | None:
+    """The NVIDIA driver version through NVML, or None."""
+
+    def query(lib: Any) -> str | None:
+        buf = ctypes.create_string_buffer(96)
+        return buf.value.decode() if lib.nvmlSystemGetDriverVersion(buf, ctypes.c_uint(96)) == 0 else None
+
+    return _nvml(query)
+
+
+def nvml_cuda_driver_version() -> tuple[int, int] | None:
+    """The newest CUDA runtime the driver supports, (major, minor), or None without NVML.
+
+    It is what ``nvidia-smi`` prints as "CUDA Version": a property of the
+    driver, not of torch (``torch.version.cuda`` is the runtime torch brought).
+    """
+
+    def query(lib: Any) -> tuple[int, int] | None:
+        value = ctypes.c_int(0)
+        if lib.nvmlSystemGetCudaDriverVersion_v2(ctypes.byref(value)) != 0:
+            return None
+        return value.value // 1000, value.value % 1000 // 10
+
+    return _nvml(query)
 
 
 def cuda_compatibility(wheel: str | None, driver: tuple[int, int] | None) -> str:

@@ -24,14 +24,24 @@ from helpers.checks.ch06 import reference_weights
 from helpers.models import make_regression
 
 
+def _new_children(before):
+    return [p for p in psutil.Process().children(recursive=True)
+            if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
+
+
 @pytest.fixture
 def no_leftovers():
-    """After the test, this process has no child (nor grandchild) left."""
+    """After the test, this process has no child (nor grandchild) left that the test started.
+
+    Children that were there before (another test's kernel or multiprocessing's resource tracker, in the
+    same pytest-xdist worker) are not this test's.
+    """
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     yield
     deadline = time.monotonic() + 5
-    while psutil.Process().children(recursive=True) and time.monotonic() < deadline:
+    while _new_children(before) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert psutil.Process().children(recursive=True) == []
+    assert _new_children(before) == []
 
 
 def cell(source: str) -> dict:
