@@ -78,9 +78,9 @@ MAX_VISIBLE_LINES = 12
 
 
 def visible_code_lines(source: str) -> list[str]:
-    """The code lines of a grade cell's visible part: before the hidden block, without the docstring,
-    blank lines and comments."""
-    visible = source.split("### BEGIN HIDDEN TESTS")[0]
+    """The code lines of a grade cell's visible part: all but the hidden block (the lines after it count
+    too), without the docstring, blank lines and comments."""
+    visible = re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", source, flags=re.S)
     body = ast.parse(visible).body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         visible = "\n".join(visible.splitlines()[body[0].end_lineno:])
@@ -151,4 +151,6 @@ def test_the_self_contained_rule_can_fail():
     assert free_names("check(x)\n") == {"check", "x"}
     assert free_names("from helpers.checks import check\nimport torch\ncheck(torch.ones(1))\n") == set()
     assert free_names("for i in range(3):\n    y = i\nprint(y)\n") == set()
-    assert len(visible_code_lines('"""Check that x."""\n' + "a = 1\n" * 13 + "### BEGIN HIDDEN TESTS\nb=2\n")) == 13
+    assert len(visible_code_lines('"""Check that x."""\n' + "a = 1\n" * 13 + "### BEGIN HIDDEN TESTS\nb=2\n### END HIDDEN TESTS\n")) == 13
+    hidden = "### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\n"
+    assert len(visible_code_lines('"""Check that x."""\n' + "a = 1\n" * 11 + hidden + "passed()\n")) == 12
