@@ -142,11 +142,12 @@ def bwrap_command(kernel_cmd: list[str], scratch: Path, course_root: Path, env: 
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid",
             "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grading", "--proc", "/proc"]
     args += _system_args()
+    # /tmp first: the scratch folder may itself lie under /tmp (its mount point is made inside scratch/tmp);
+    # then the read-only folders, so a venv or course checkout under /tmp is not hidden by the new /tmp
+    args += ["--bind", str(scratch / "tmp"), "/tmp", "--bind", str(scratch), str(scratch)]
     for p in visible:
         args += ["--ro-bind", str(p), str(p)]
-    # /tmp first: the scratch folder may itself lie under /tmp (its mount point is made inside scratch/tmp)
-    args += ["--bind", str(scratch / "tmp"), "/tmp", "--bind", str(scratch), str(scratch),
-             "--chdir", str(scratch / "work"), "--clearenv"]
+    args += ["--chdir", str(scratch / "work"), "--clearenv"]
     for key, value in sorted(sandbox_env(scratch, env).items()):
         args += ["--setenv", key, value]
     return [*args, "--", *kernel_cmd]
