@@ -41,6 +41,7 @@ from helpers import device as dev
 
 __all__ = [
     "Anatomy",
+    "CapturedStderr",
     "MemoryBudget",
     "MemoryStats",
     "Timeline",
@@ -48,6 +49,7 @@ __all__ = [
     "anatomy_table",
     "estimate_anatomy",
     "format_bytes",
+    "native_stderr",
     "free_memory",
     "measure_anatomy",
     "measure_peak",
@@ -247,41 +249,71 @@ class MemoryStats:
 PROFILER_NOISE = ("Memory block of unknown size was allocated before the profiling started", "USDT")
 
 
-@contextlib.contextmanager
-def _filtered_native_stderr(noise: tuple[str, ...] = PROFILER_NOISE) -> Iterator[None]:
-    """Hold back C++-level stderr (file descriptor 2) while the profiler runs, and pass on all but ``noise``.
+@dataclasses.dataclass
+class CapturedStderr:
+    """What C++ code wrote to file descriptor 2 inside a :func:`native_stderr` block."""
 
-    The native lines go to fd 2 directly, under Python's ``sys.stderr``, so
-    ``warnings`` cannot filter them; in a notebook they appear in red. The
-    whole profiled window is covered (start, measured block, stop), because
-    the allocator warning comes from inside the block. Every other line written
-    to fd 2 meanwhile is written back when the window closes: nothing the
-    measured code prints is lost, only delayed.
+    text: str = ""
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.text.splitlines() if line.strip()]
+
+
+@contextlib.contextmanager
+def native_stderr() -> Iterator[CapturedStderr]:
+    """Capture what native code writes to file descriptor 2 while the block runs.
+
+    The profiler's C++ logging ("USDT ... profiler_start", "Memory block of
+    unknown size ...") goes to fd 2 directly, under Python's ``sys.stderr``, so
+    ``warnings`` cannot filter it; in a notebook it appears in red. Chapter 07
+    shows and explains it; :func:`track_memory` filters it out. Where there is
+    no real descriptor 2 (some embedded interpreters), nothing is captured and
+    the block runs as usual.
     """
     import os
     import sys
     import tempfile
 
+    captured = CapturedStderr()
     try:
         sys.stderr.flush()
         saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no real fd 2 (some embedded interpreters)
-        yield
+    except (OSError, ValueError, AttributeError):
+        yield captured
         return
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
         try:
-            yield
+            yield captured
         finally:
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 sys.stderr.flush()  # in a script sys.stderr is fd 2: what Python buffered belongs to this window
             os.dup2(saved, 2)
             os.close(saved)
-            held.seek(0)
-            kept = [line for line in held.read().splitlines(keepends=True)
-                    if not any(n.encode() in line for n in noise)]
-            if kept:
-                os.write(2, b"".join(kept))
+            sink.seek(0)
+            captured.text = sink.read().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def _filtered_native_stderr(noise: tuple[str, ...] = PROFILER_NOISE) -> Iterator[None]:
+    """Hold back fd-2 output while the profiler runs, and pass on all but ``noise``.
+
+    The whole profiled window is covered (start, measured block, stop),
+    because the allocator warning comes from inside the block. Every other
+    line written to fd 2 meanwhile is written back when the window closes:
+    nothing the measured code prints is lost, only delayed.
+    """
+    import os
+
+    held = CapturedStderr()
+    try:
+        with native_stderr() as held:
+            yield
+    finally:
+        kept = [line for line in held.text.splitlines(keepends=True) if not any(n in line for n in noise)]
+        if kept:
+            os.write(2, "".join(kept).encode())
 
 
 def _profiler_busy() -> bool:

@@ -87,42 +87,9 @@ __all__ = [
 # --------------------------------------------------------------------------- native stderr
 
 
-@dataclasses.dataclass
-class CapturedStderr:
-    """What C++ code wrote to file descriptor 2 inside a :func:`native_stderr` block."""
-
-    text: str = ""
-
-    @property
-    def lines(self) -> list[str]:
-        return [line for line in self.text.splitlines() if line.strip()]
-
-
-@contextlib.contextmanager
-def native_stderr() -> Iterator[CapturedStderr]:
-    """Capture what native code writes to file descriptor 2 while the block runs.
-
-    ``sys.stderr`` (Python's warnings, tracebacks) is not touched: only the
-    descriptor underneath, where the profiler's C++ logging goes ("USDT ...
-    profiler_start", "Memory block of unknown size ..."). Where there is no
-    real descriptor 2, nothing is captured and the block runs as usual.
-    """
-    captured = CapturedStderr()
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):
-        yield captured
-        return
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield captured
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            captured.text = sink.read().decode(errors="replace")
+# the course's one fd-2 capture lives in helpers.memory (track_memory filters the same lines out)
+CapturedStderr = memory.CapturedStderr
+native_stderr = memory.native_stderr
 
 
 def runs_folder(name: str) -> Path:
