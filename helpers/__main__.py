@@ -8,6 +8,8 @@
     feedback   HTML feedback for graded submissions
     export     grades.csv with a status column
     override   a manual score for one grade cell of one submission, with the reason
+    gpu-check [--dry-run]       check the whole course on a CUDA GPU; store results/<gpu>/<chapter>.json
+    gpu-wheelhouse [--dest D]   download the wheels the GPU machine lacks (default .whl)
 """
 
 from __future__ import annotations
@@ -72,6 +74,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if command == "bench":
         return bench(argv[1:])
+    if command == "gpu-check":
+        from helpers.gpu_check.run import main as gpu_check_main
+
+        return gpu_check_main(argv[1:])
+    if command == "gpu-wheelhouse":
+        from pathlib import Path
+
+        from helpers.gpu_check.wheelhouse import build
+
+        dest = argv[argv.index("--dest") + 1] if "--dest" in argv[:-1] else ".whl"
+        return build(Path(dest))
     if command in GRADING_COMMANDS:
         from helpers.grading.cli import main as grading_main
 
