@@ -192,7 +192,12 @@ def stored(chapter: str, root: Path | None = None) -> list[StoredResults]:
     root = root if root is not None else results_dir()
     if root is None:
         return []
-    return [load(p) for p in sorted(Path(root).glob(f"*/{chapter}.json"))]
+    runs = [load(p) for p in sorted(Path(root).glob(f"*/{chapter}.json"))]
+    for run in runs:
+        if "rehearsal" in run.device.lower():
+            raise ResultsError(f"{run.path}: a CPU rehearsal of the check (`--rehearse`), not a GPU result; "
+                               "it is never shown: delete it")
+    return runs
 
 
 def write(chapter: str, figures: dict[str, Any], provenance: dict[str, str], root: Path,

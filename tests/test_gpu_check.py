@@ -39,6 +39,12 @@ def test_the_dry_run_lists_every_step_and_runs_none(monkeypatch, capsys, tmp_pat
     assert not list(tmp_path.iterdir()), "a dry run writes nothing"
 
 
+def test_a_rehearsal_never_writes_into_results(capsys):
+    with pytest.raises(SystemExit):
+        run.main(["--rehearse"])
+    assert "never results/" in capsys.readouterr().err
+
+
 def test_the_plan_installs_carried_wheels_first_and_ends_with_the_notebooks(tmp_path):
     (tmp_path / "nbval-0.11.0-py2.py3-none-any.whl").write_bytes(b"")
     steps = run.plan("python3", tmp_path, tmp_path / "work")

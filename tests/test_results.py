@@ -70,6 +70,12 @@ def test_a_file_the_course_did_not_write_is_refused(tmp_path, change, message):
         results.load(path)
 
 
+def test_a_cpu_rehearsal_of_the_check_is_never_shown(tmp_path):
+    stored_01(tmp_path, device="CPU rehearsal (Intel Xeon)")
+    with pytest.raises(results.ResultsError, match="rehearsal"):
+        results.report("01_why_gpus", ["gpu_matmul_best"], root=tmp_path)
+
+
 def test_a_chapter_cannot_ask_for_a_figure_no_run_produces(tmp_path):
     with pytest.raises(results.ResultsError, match="stores no figure"):
         results.report("01_why_gpus", ["speedup_from_the_brochure"], root=tmp_path)

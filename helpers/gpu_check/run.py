@@ -63,9 +63,9 @@ def gpu_test_files(root: Path = ROOT) -> list[str]:
                   if "@pytest.mark.gpu" in p.read_text() and p.name != "test_skip_policy.py")
 
 
-def plan(python: str, wheelhouse: Path, work: Path, root: Path = ROOT) -> list[Step]:
-    """Every step of the check, in order."""
-    cuda = {"COURSE_DEVICE": "cuda", "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"}
+def plan(python: str, wheelhouse: Path, work: Path, root: Path = ROOT, device: str = "cuda") -> list[Step]:
+    """Every step of the check, in order (``device="cpu"`` only for a rehearsal)."""
+    cuda = {"COURSE_DEVICE": device, "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"}
     pytest = [python, "-m", "pytest", "-o", "addopts=", "-o", "junit_family=xunit1", "-p", "no:cacheprovider", "-q",
               "-rfE"]
     steps = []
@@ -77,7 +77,7 @@ def plan(python: str, wheelhouse: Path, work: Path, root: Path = ROOT) -> list[S
     steps.append(Step("install the course (--no-deps)", [python, "-m", "pip", "install", "-q", "--no-index",
                                                          "--no-deps", "--no-build-isolation", "-e", str(root)], 120))
     steps.append(Step("env", [python, "-m", "helpers", "env"], 60))
-    steps += [Step(f"measure {ch}", [python, "-m", "helpers.gpu_check.measure", ch, str(work / f"{ch}.json"), "cuda"],
+    steps += [Step(f"measure {ch}", [python, "-m", "helpers.gpu_check.measure", ch, str(work / f"{ch}.json"), device],
                    90, cuda, chapter=ch) for ch in MEASURES]
     steps.append(Step("bench", [python, "-m", "helpers", "bench", "64", "256", "1024", "4096"], 90, cuda))
     steps.append(Step("gpu-marked tests", [*pytest, "-m", "gpu", f"--junitxml={work / 'gpu.xml'}",
@@ -109,9 +109,10 @@ def provenance(command: str) -> dict[str, str]:
     from helpers.machine import describe_machine
 
     report = describe_machine()
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU rehearsal ({report.cpu_model})"
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return {
-        "device": torch.cuda.get_device_name(0),
+        "device": device,
         "driver": report.driver or "unknown",
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "unknown",
@@ -177,10 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheelhouse", type=Path, default=ROOT / ".whl", help="wheels from `make gpu-wheelhouse`")
     parser.add_argument("--logs", type=Path, default=ROOT / "gpu-check-logs", help="each step's whole output")
     parser.add_argument("--python", default=sys.executable, help="the Python (with CUDA torch) to check with")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="run every step on the CPU, to try the check itself; needs --out outside results/, "
+                             "and what it writes is labelled a CPU rehearsal (the course refuses to show it)")
     args = parser.parse_args(argv)
+    if args.rehearse and args.out.resolve() == (ROOT / "results").resolve():
+        parser.error("--rehearse writes CPU figures: give --out a scratch folder, never results/")
     command = os.environ.get("GPU_CHECK_COMMAND", "python -m helpers gpu-check")
     work = Path("<scratch>") if args.dry_run else Path(tempfile.mkdtemp(prefix="gpu-check-"))
-    steps = plan(args.python, args.wheelhouse, work)
+    steps = plan(args.python, args.wheelhouse, work, device="cpu" if args.rehearse else "cuda")
     if args.dry_run:
         print(f"`{command}` would run, within {BUDGET_S} s in all:")
         for i, step in enumerate(steps, 1):
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         if why := refusal():
             print(f"\n(and here it would refuse: {why})")
         return 0
-    if why := refusal():
+    if (why := refusal()) and not args.rehearse:
         print(f"gpu-check: refused: {why}", file=sys.stderr)
         return 2
     return execute(steps, work, args.out, args.logs, command)
