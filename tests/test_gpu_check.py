@@ -64,6 +64,7 @@ JUNIT = """<testsuites><testsuite>
 <testcase classname="solutions.01_why_gpus.01_why_gpus.ipynb" name="Cell 1" file="solutions/01_why_gpus/01_why_gpus.ipynb"/>
 <testcase classname="x" name="Cell 2" file="solutions/01_why_gpus/01_why_gpus.ipynb"><failure message="boom"/></testcase>
 <testcase classname="x" name="Cell 1" file="solutions/03_memory/03_memory.ipynb"/>
+<testcase classname="x" name="t" file="tests/test_memory.py"><skipped message="needs a CUDA GPU"/></testcase>
 </testsuite></testsuites>"""
 
 
@@ -78,14 +79,15 @@ def test_results_carry_the_measurements_reports_outcomes_and_provenance(tmp_path
     ch01 = results.load(out / "test-gpu-9000" / "01_why_gpus.json")
     assert ch01.figures["gpu_matmul_best"].value == 5e13 and ch01.provenance == PROVENANCE
     assert "step failed or did not run" in ch01.skipped["speedup_largest"]  # missing, never made up
-    assert json.loads((out / "test-gpu-9000" / "01_why_gpus.json").read_text())["checks"]["notebook"] == "failed: 1 of 2"
+    assert json.loads((out / "test-gpu-9000" / "01_why_gpus.json").read_text())["checks"]["notebook"] == "failed 1 of 2"
     assert results.load(out / "test-gpu-9000" / "02_devices.json").figures["env_report"].value.startswith("torch")
 
 
 def test_junit_outcomes_per_notebook(tmp_path):
     (tmp_path / "r.xml").write_text(JUNIT)
     outcomes = run.junit_outcomes(tmp_path / "r.xml")
-    assert outcomes["solutions/03_memory/03_memory.ipynb"] == "passed"
+    assert outcomes["solutions/03_memory/03_memory.ipynb"] == "passed 1"
+    assert outcomes["tests/test_memory.py"] == "skipped 1"  # a skipped gpu test is not a passed one
     assert run.junit_outcomes(tmp_path / "missing.xml") == {}
 
 
@@ -98,14 +100,14 @@ def test_every_chapter_with_stored_figures_has_a_measurement_or_a_report():
 
 
 def test_the_matmul_sweep_measures_on_any_device():
-    figures, skipped = measure.measure_01(CPU, sizes=(16, 32), big=64, min_run_time=0.01)
+    figures, skipped = measure.measure_01(CPU, **measure.REHEARSAL["01_why_gpus"])
     produced = set(figures) | set(skipped)
     assert produced == set(results.FIGURES["01_why_gpus"]) - {"bench_report"}
     assert figures["gpu_matmul_best"] > 0 and figures["gpu_copy_bandwidth"] > 0
 
 
 def test_the_precision_step_measures_on_any_device():
-    figures, skipped = measure.measure_05(CPU, samples=32, features=8, hidden=16, n=64, min_run_time=0.01)
+    figures, skipped = measure.measure_05(CPU, **measure.REHEARSAL["05_mixed_precision"])
     assert set(figures) == set(results.FIGURES["05_mixed_precision"]) and not skipped
     assert all(v > 0 for v in figures.values())
 

@@ -184,13 +184,21 @@ MEASURES: dict[str, Callable[[torch.device], Measured]] = {
 }
 
 
+#: Small sizes for a CPU rehearsal (``gpu-check --rehearse``) and the tests: the same code, in seconds.
+REHEARSAL: dict[str, dict[str, Any]] = {
+    "01_why_gpus": {"sizes": (16, 32), "big": 64, "min_run_time": 0.01},
+    "05_mixed_precision": {"samples": 32, "features": 8, "hidden": 16, "n": 64, "min_run_time": 0.01},
+}
+
+
 def main(argv: list[str]) -> int:
     """``python -m helpers.gpu_check.measure CHAPTER OUT.json [DEVICE]``: measure one chapter, write JSON."""
     if len(argv) not in (2, 3) or argv[0] not in MEASURES:
         print(f"usage: python -m helpers.gpu_check.measure {{{','.join(MEASURES)}}} OUT.json [DEVICE]", file=sys.stderr)
         return 2
     device = torch.device(argv[2] if len(argv) == 3 else "cuda")
-    figures, skipped = MEASURES[argv[0]](device)
+    small = REHEARSAL.get(argv[0], {}) if device.type == "cpu" else {}
+    figures, skipped = MEASURES[argv[0]](device, **small)
     Path(argv[1]).write_text(json.dumps({"figures": figures, "skipped": skipped}, indent=1))
     return 0
 

@@ -125,15 +125,21 @@ def provenance(command: str) -> dict[str, str]:
 
 
 def junit_outcomes(path: Path) -> dict[str, str]:
-    """``{file: "passed" | "failed: N of M"}`` from a junit XML report (empty when it is missing)."""
+    """``{file: "passed 3" | "passed 2, skipped 1" | "failed 1 of 3"}`` from a junit XML report (empty if missing)."""
     if not path.exists():
         return {}
-    per_file: dict[str, list[bool]] = {}
+    per_file: dict[str, list[str]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         name = case.get("file") or case.get("classname") or ""
-        failed = any(child.tag in ("failure", "error") for child in case)
-        per_file.setdefault(name, []).append(failed)
-    return {f: ("passed" if not any(v) else f"failed: {sum(v)} of {len(v)}") for f, v in per_file.items()}
+        tags = {child.tag for child in case}
+        status = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
+        per_file.setdefault(name, []).append(status)
+    outcomes = {}
+    for f, statuses in per_file.items():
+        failed = statuses.count("failed")
+        outcomes[f] = (f"failed {failed} of {len(statuses)}" if failed else
+                       ", ".join(f"{s} {statuses.count(s)}" for s in ("passed", "skipped") if s in statuses))
+    return outcomes
 
 
 def run_step(step: Step, logs: Path, env: dict[str, str], deadline: float) -> tuple[bool, str]:
