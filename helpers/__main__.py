@@ -8,13 +8,16 @@
     feedback   HTML feedback for graded submissions
     export     grades.csv with a status column
     override   a manual score for one grade cell of one submission, with the reason
+    handout    the student edition: notebooks and helpers, no solutions, no hidden tests
 """
 
 from __future__ import annotations
 
 import sys
 
-GRADING_COMMANDS = ("release", "grade", "feedback", "export", "override")
+GRADING_COMMANDS = ("release", "grade", "feedback", "export", "override", "handout")
+NO_GRADING = ("python -m helpers {command}: this is an instructor's command; it comes with the full course "
+              "repository (solutions/, nbgrader_config.py, helpers/grading/), not with the student edition")
 BENCH_USAGE = """usage: python -m helpers bench [SIZE ...]          matrix-product sweep on every device (default sizes 64 ... 2048)
        python -m helpers bench --vs-timer [ROUNDS]  the course timer against torch.utils.benchmark.Timer"""
 
@@ -73,8 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     if command == "bench":
         return bench(argv[1:])
     if command in GRADING_COMMANDS:
-        from helpers.grading.cli import main as grading_main
-
+        try:
+            from helpers.grading.cli import main as grading_main
+        except ModuleNotFoundError as err:
+            if err.name != "helpers.grading":
+                raise
+            print(NO_GRADING.format(command=command), file=sys.stderr)
+            return 2
         return grading_main(argv)
     print(__doc__.strip())
     return 0 if command in ("help", "-h", "--help") else 2
