@@ -13,9 +13,11 @@ stands in, when:
 
 - it is shorter than :data:`MIN_CHARS` once stripped (``)``, ``else:``, ``x = 3``): such a line
   says nothing and stands in unrelated files;
-- every learner is given it anyway: it stands in a released notebook (``notebooks/``, any chapter),
-  e.g. ``with fake_machine(cuda=1):`` in a check's visible half and again in its hidden half, or a
-  solution's ``return x.to(device)`` that a demonstration cell also shows;
+- every learner is given it anyway: it stands outside every hidden test and every answer in
+  ``solutions/`` (any chapter), i.e. in what nbgrader releases, e.g. ``with fake_machine(cuda=1):``
+  in a check's visible half and again in its hidden half, or a solution's ``return x.to(device)``
+  that a demonstration cell also shows. This is computed from the source, not from
+  ``notebooks/``, so a broken release that leaks a line is still caught;
 - for answer lines only: it stands in the ``helpers`` package that ships to every learner (the
   course's own implementation of an exercise is public by design; calling it earns nothing). Hidden
   test lines get no such pass: hidden *cases* must never be in the package, so one found there is
@@ -74,9 +76,9 @@ def _lines(texts) -> set[str]:
 
 
 def secret_lines(root: Path) -> list[str]:
-    """Every secret line of the course at ``root`` (``solutions/``, ``notebooks/``, ``helpers/``)."""
+    """Every secret line of the course at ``root`` (read from ``solutions/`` and ``helpers/``)."""
     sources = _cell_sources(root / "solutions")
-    given = _lines(_cell_sources(root / "notebooks"))
+    given = _lines(SOLUTION_RE.sub("", HIDDEN_RE.sub("", s)) for s in sources)
     package = _lines(p.read_text() for p in sorted((root / "helpers").rglob("*.py")))
     hidden = [ln for s in sources for ln in block_lines(s, HIDDEN_RE) if ln not in given]
     answers = [ln for s in sources for ln in block_lines(s, SOLUTION_RE) if ln not in given and ln not in package]
