@@ -9,13 +9,14 @@
     export     grades.csv with a status column
     override   a manual score for one grade cell of one submission, with the reason
     handout    the student edition: notebooks and helpers, no solutions, no hidden tests
+    colab      README badges and each chapter's Colab cell, from pyproject.toml's Repository address
 """
 
 from __future__ import annotations
 
 import sys
 
-GRADING_COMMANDS = ("release", "grade", "feedback", "export", "override", "handout")
+GRADING_COMMANDS = ("release", "grade", "feedback", "export", "override", "handout", "colab")
 NO_GRADING = ("python -m helpers {command}: this is an instructor's command; it comes with the full course "
               "repository (solutions/, nbgrader_config.py, helpers/grading/), not with the student edition")
 BENCH_USAGE = """usage: python -m helpers bench [SIZE ...]          matrix-product sweep on every device (default sizes 64 ... 2048)
