@@ -87,3 +87,11 @@ def test_handed_back_zips_are_collected_by_nbgrader_and_graded(released_course, 
     full = sum(grade_cells(load(solution_path("00_start"))).values())
     assert re.search(rf"pat_smith +{full}/{full} graded", graded.stdout), graded.stdout
     assert re.search(rf"lee_wong +0/{full} wrong", graded.stdout), graded.stdout
+
+
+def test_the_guide_s_example_for_folders_named_by_full_name_and_number_works():
+    guide = (ROOT / "INSTRUCTORS.md").read_text()
+    example = re.search(r'named_regexp = \(\n\s+r"(.+?)"\n\)', guide).group(1)
+    found = re.match(example, EXTRACTED + "class/Pat Smith_12345_assignsubmission_file_/02_devices.ipynb")
+    assert found and found["student_id"] == "12345" and found["file_id"] == "02_devices.ipynb"
+    assert re.match(example, EXTRACTED + "class/Pat Smith_12345_assignsubmission_file_/notes.ipynb") is None
