@@ -23,8 +23,9 @@ stands in, when:
   test lines get no such pass: hidden *cases* must never be in the package, so one found there is
   a real finding.
 
-The same rule decides what ``python -m helpers feedback`` deletes from a page
-(:func:`helpers.grading.feedback.hidden_lines`).
+``python -m helpers feedback`` searches its pages for hidden-test lines with the same blocks and the
+same length rule (:func:`helpers.grading.feedback.hidden_lines`); what counts as given there is the
+assignment as released and the learner's own submission.
 """
 
 from __future__ import annotations
