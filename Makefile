@@ -19,7 +19,7 @@ ASSIGNMENT ?=
 STUDENT ?=
 OUT ?=
 
-.PHONY: help setup lab test test-fast release grade feedback export handout env bench clean-venv
+.PHONY: help setup lab test test-fast release grade feedback export handout env bench gpu-wheelhouse gpu-check clean-venv
 
 help:
 	@echo "make lab       open the course in JupyterLab (sets up .venv first if needed)"
@@ -31,6 +31,8 @@ help:
 	@echo "make feedback  HTML feedback for graded submissions (hidden tests stay hidden)"
 	@echo "make export    grades.csv with a status column beside each score"
 	@echo "make handout OUT=<dir>  the student edition in <dir> and <dir>.zip (no solutions, no hidden tests)"
+	@echo "make gpu-wheelhouse  wheels a GPU machine without an index needs for gpu-check (into .whl)"
+	@echo "make gpu-check       on a CUDA machine: every chapter, gpu tests and measurements; results/<gpu>/ [GPU_ARGS=--dry-run]"
 
 setup: $(STAMP)
 
@@ -74,6 +76,18 @@ handout: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m helpers bench
+
+# The GPU check runs on a GPU machine, over that machine's own torch (GPU_PYTHON), not in .venv:
+# `make gpu-wheelhouse` here, carry .whl there, then `make gpu-check` there. GPU_ARGS=--dry-run lists the steps.
+WHEELHOUSE ?= .whl
+GPU_PYTHON ?= $(if $(wildcard $(PY)),$(PY),python3)
+GPU_ARGS ?=
+
+gpu-wheelhouse: $(STAMP)
+	$(PY) -m helpers gpu-wheelhouse --dest "$(WHEELHOUSE)"
+
+gpu-check:
+	GPU_CHECK_COMMAND="make gpu-check" $(GPU_PYTHON) -m helpers gpu-check --wheelhouse "$(WHEELHOUSE)" $(GPU_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -40,6 +40,7 @@ import torch
 import torch.utils.benchmark as torch_benchmark
 
 from helpers.device import available_devices, pick_device, synchronize
+from helpers.units import format_rate, format_seconds  # noqa: F401  (the chapters call bench.format_*)
 
 __all__ = [
     "BackgroundQueue",
@@ -70,29 +71,6 @@ MIN_BLOCKS = 3
 
 class NoisyTimingWarning(UserWarning):
     """The spread of a measurement is large: another program competed, or the work varies per call."""
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def format_seconds(seconds: float | None) -> str:
-    """``0.0123`` -> ``"12.3 ms"``: the unit a reader takes in at a glance."""
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def format_rate(per_second: float | None, unit: str = "FLOP/s") -> str:
-    """``9.5e10`` -> ``"95 GFLOP/s"`` (or ``"GB/s"`` with ``unit="B/s"``)."""
-    if per_second is None or not math.isfinite(per_second):
-        return "-"
-    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(per_second) >= scale:
-            return f"{per_second / scale:.3g} {prefix}{unit}"
-    return f"{per_second:.3g} {unit}"
 
 
 # --------------------------------------------------------------------------- timing

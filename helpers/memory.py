@@ -38,6 +38,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from helpers import device as dev
+from helpers.units import format_bytes  # noqa: F401  (the chapters call memory.format_bytes)
 
 __all__ = [
     "Anatomy",
@@ -60,19 +61,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- small tools
-
-
-def format_bytes(n: float | None) -> str:
-    """``1536`` -> ``'1.50 KiB'``: binary units, as ``torch.cuda.memory_summary`` prints them."""
-    if n is None:
-        return "n/a"
-    sign = "-" if n < 0 else ""
-    n = abs(float(n))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{sign}{n:.0f} {unit}" if unit == "B" else f"{sign}{n:.2f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _device(device: str | torch.device | None) -> torch.device:

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.grading.preprocessors import is_demo_cell
-from helpers.grading.release import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -28,6 +26,8 @@ SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
 def chapters() -> list[str]:
     """Assignment names, e.g. ``["00_start", "02_devices"]``, in course order (the release's own rule)."""
+    from helpers.grading.release import assignments  # here, not at the top: the GPU check's
+    # machine has no nbgrader, and its gpu tests import this module
     return assignments(ROOT)
 
 
@@ -118,6 +118,8 @@ WORKER_TIMEOUT_S = 900
 
 def _job_cells(nb) -> list[dict]:
     """The non-demo code cells, as nbgrader runs them while grading (demo cells are blanked there)."""
+    from helpers.grading.preprocessors import is_demo_cell  # imports nbgrader: see chapters()
+
     return [{"source": cell.source, "grade_id": nbgrader_meta(cell).get("grade_id", ""),
              "grade": bool(nbgrader_meta(cell).get("grade")), "solution": bool(nbgrader_meta(cell).get("solution"))}
             for cell in nb.cells if cell.cell_type == "code" and not is_demo_cell(cell)]

@@ -18,11 +18,11 @@ import pytest
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 
 FLOORS = {
-    "ground": {"device", "machine", "models", "plots"},
+    "ground": {"device", "machine", "models", "plots", "results", "units"},
     "measuring": {"benchmark", "memory"},
     "techniques": {"amp", "dataloader", "ddp", "troubleshoot"},
     "checks": {"checks"},
-    "face": {"__main__", "grading"},
+    "face": {"__main__", "grading", "gpu_check"},
 }
 ORDER = list(FLOORS)
 FLOOR_OF = {unit: floor for floor, units in FLOORS.items() for unit in units}

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from course import ROOT, chapters, load, nbgrader_meta, solution_path
-from helpers.grading.handout import FORBIDDEN, HandoutError, build, forbidden_paths
+from helpers.grading.handout import FORBIDDEN, INSTRUCTOR_ONLY, HandoutError, build, forbidden_paths
 from helpers.grading.hidden import HIDDEN_RE, SOLUTION_RE, block_lines, scan, secret_lines
 
 
@@ -29,7 +29,10 @@ def test_the_edition_holds_the_notebooks_the_checks_and_its_own_setup(edition):
     for chapter in chapters():
         assert (folder / "notebooks" / chapter / f"{chapter}.ipynb").is_file(), chapter
     assert (folder / "helpers" / "checks" / "core.py").is_file() and (folder / "helpers" / "device.py").is_file()
-    assert not (folder / "helpers" / "grading").exists(), "helpers/grading/ is instructor tooling"
+    for tooling in INSTRUCTOR_ONLY:
+        assert (ROOT / "helpers" / tooling).is_dir() and not (folder / "helpers" / tooling).exists(), tooling
+    if (ROOT / "results").is_dir():
+        assert sorted(p.name for p in (folder / "results").rglob("*")) == sorted(p.name for p in (ROOT / "results").rglob("*"))
     readme = (folder / "README.md").read_text()
     assert "make lab" in readme and "make env" in readme and "00_start" in readme
     makefile = (folder / "Makefile").read_text()
@@ -150,6 +153,7 @@ def test_the_edition_installs_and_a_chapter_runs_outside_the_repository(edition,
         "import helpers, importlib.util\n"
         f"assert helpers.__file__.startswith({str(site)!r}), helpers.__file__\n"
         "assert importlib.util.find_spec('helpers.grading') is None\n"
+        "assert importlib.util.find_spec('helpers.gpu_check') is None\n"
         + "".join(f"exec({source!r})\n" for source in [*opening, answer, grade]))
     # -S: no .pth files, so not the editable install of this repository that the venv holds (its finder would
     # find helpers.grading here); the venv's packages by path instead. A learner's machine has no such finder.
@@ -160,3 +164,6 @@ def test_the_edition_installs_and_a_chapter_runs_outside_the_repository(edition,
     grading = subprocess.run([sys.executable, "-S", "-m", "helpers", "grade"], cwd=work, env=env, capture_output=True,
                              text=True, timeout=60)
     assert grading.returncode == 2 and "full course repository" in grading.stderr, grading.stdout + grading.stderr
+    gpu = subprocess.run([sys.executable, "-S", "-m", "helpers", "gpu-check"], cwd=work, env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert gpu.returncode == 2 and "full course repository" in gpu.stderr, gpu.stdout + gpu.stderr

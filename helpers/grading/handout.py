@@ -5,18 +5,19 @@ Cloning the repository hands a learner ``solutions/`` (every answer, every hidde
 
 - ``notebooks/``: the released learner notebooks (generated from ``solutions/`` by nbgrader);
 - ``results/`` when the repository has it: real GPU results the chapters display;
-- ``helpers/`` without ``helpers/grading/``: the teaching modules and ``helpers/checks/``, which
-  the grade cells import (they hold verdicts, never hidden cases);
+- ``helpers/`` without ``helpers/grading/`` and ``helpers/gpu_check/``: the teaching modules and
+  ``helpers/checks/``, which the grade cells import (they hold verdicts, never hidden cases);
 - ``pyproject.toml`` and ``Makefile`` generated from the repository's own (the dependency list,
   the build-system and ``TORCH_SPEC`` are read from them, never copied by hand), so ``make lab``
   sets the edition up and opens it like the full repository; a short ``README.md``; ``.gitignore``.
 
-Why ``helpers/grading/`` stays out: it is the instructor's tooling (release, grade, the sandbox,
-feedback, this module). Every command in it works on ``solutions/``, ``nbgrader_config.py`` and a
-gradebook, which a learner does not have, so shipping it would only offer commands that cannot
-work. It holds no secret (leaving it out is about a clear package, not safety). Without it,
-``python -m helpers grade`` (or any instructor command) says in one line that it comes with the
-full repository; ``env`` and ``bench`` work. ``nbgrader_config.py`` stays out with it (it imports
+Why ``helpers/grading/`` and ``helpers/gpu_check/`` stay out (:data:`INSTRUCTOR_ONLY`, the face
+floor's packages): they are the instructor's and maintainer's tooling (release, grade, the sandbox,
+feedback, this module; the GPU check that writes ``results/``). Their commands work on
+``solutions/``, ``nbgrader_config.py``, a gradebook or ``tests/``, which a learner does not have, so
+shipping them would only offer commands that cannot work. They hold no secret (leaving them out is
+about a clear package, not safety). Without them, ``python -m helpers grade`` (or any instructor
+command) says in one line that it comes with the full repository; ``env`` and ``bench`` work. ``nbgrader_config.py`` stays out with it (it imports
 ``helpers.grading``); a learner's JupyterLab Validate button needs no course config.
 
 Safety is a scan, not a list: before the edition is moved into place, every file of it, and every
@@ -39,14 +40,16 @@ from pathlib import Path
 
 from helpers.grading.hidden import Finding, scan, secret_lines
 
-__all__ = ["FORBIDDEN", "Edition", "HandoutError", "build", "edition_makefile", "edition_pyproject", "forbidden_paths"]
+__all__ = ["FORBIDDEN", "INSTRUCTOR_ONLY", "Edition", "HandoutError", "build", "edition_makefile", "edition_pyproject", "forbidden_paths"]
 
+#: the packages of helpers/ a learner does not get (the face floor's tooling; __main__ ships, and says so)
+INSTRUCTOR_ONLY = ("grading", "gpu_check")
 #: names that never ship, at any depth (instructor data, tooling, caches, environments)
 FORBIDDEN = {".git", "solutions", "tests", "gradebook.db", "submitted", "autograded", "feedback", "downloaded",
-             "nbgrader_config.py", "grading", "__pycache__", ".venv", ".ipynb_checkpoints", "outcomes.json"}
+             "nbgrader_config.py", "__pycache__", ".venv", ".ipynb_checkpoints", "outcomes.json", *INSTRUCTOR_ONLY}
 COPIED = ("notebooks", "helpers", "results")
 MARKER = ".student-edition"
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.bak-*", "grading", "*.egg-info")
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.bak-*", "*.egg-info", *INSTRUCTOR_ONLY)
 
 
 class HandoutError(RuntimeError):

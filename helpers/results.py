@@ -1,0 +1,263 @@
+"""Real GPU results, stored with where they came from, for readers who have no GPU.
+
+A chapter measures everything it shows on the reader's machine. A section that needs a GPU cannot do
+that on a laptop, so it may show what a real GPU measured instead, but only a figure that a real run
+of ``make gpu-check`` wrote, with the device, driver, torch and CUDA versions, the date and the command
+stored beside it (``results/<gpu>/<chapter>.json``). Nothing here makes a number up: with no stored
+file a chapter says so and shows nothing in its place.
+
+:data:`FIGURES` is the one list of what may be stored and shown, chapter by chapter: ``make gpu-check``
+writes exactly these keys (``helpers.gpu_check.measure``), and :func:`show` refuses any other, so a
+chapter cannot display a figure that no run produces. Ground floor: no torch, no other helper but
+``units``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helpers.units import format_bytes, format_rate, format_seconds
+
+SCHEMA = 1
+#: What a results file must say about the run that produced it. Without every one of these it is refused.
+PROVENANCE_FIELDS = ("device", "driver", "torch", "cuda", "python", "date", "command")
+
+#: chapter -> figure key -> (unit, what it is). Units: "s", "FLOP/s", "B/s", "B", "x" (a ratio),
+#: "n" (a size), "text" (a message or report, shown verbatim).
+FIGURES: dict[str, dict[str, tuple[str, str]]] = {
+    "02_devices": {
+        "env_report": ("text", "`python -m helpers env` on the GPU machine"),
+    },
+    "01_why_gpus": {
+        "cpu_matmul_best": ("FLOP/s", "float32 matrix product, best of the sweep, on that machine's CPU"),
+        "gpu_matmul_best": ("FLOP/s", "float32 matrix product, best of the sweep, on the GPU"),
+        "gpu_matmul_best_n": ("n", "size n of the GPU's best matrix product"),
+        "speedup_smallest": ("x", "GPU speed over CPU speed at the smallest size of the sweep (n=16)"),
+        "speedup_largest": ("x", "GPU speed over CPU speed at the largest size of the sweep (n=2048)"),
+        "crossover_n": ("n", "size from which the GPU beats the CPU at every larger size"),
+        "gpu_call_floor": ("s", "one call of the cheapest GPU operation (add 1 to one number)"),
+        "gpu_copy_bandwidth": ("B/s", "bytes per second of a plain device copy, n=8192 float32"),
+        "gpu_add_bandwidth": ("B/s", "bytes per second of an element-wise add, n=8192 float32"),
+        "bench_report": ("text", "`python -m helpers bench` on the GPU machine"),
+    },
+    "03_memory": {
+        "allocated_after_alloc": ("B", "memory_allocated() after a 64 MiB tensor is made"),
+        "reserved_after_alloc": ("B", "memory_reserved() then"),
+        "allocated_after_free": ("B", "memory_allocated() after `del x`"),
+        "reserved_after_free": ("B", "memory_reserved() after `del x`: the cache keeps the block"),
+        "reserved_after_empty_cache": ("B", "memory_reserved() after torch.cuda.empty_cache()"),
+        "oom_message": ("text", "a real torch.OutOfMemoryError message (asking for more than the whole GPU)"),
+    },
+    "04_dataloader": {
+        "h2d_pageable_bandwidth": ("B/s", "host-to-GPU copy of 64 MiB from ordinary (pageable) memory"),
+        "h2d_pinned_bandwidth": ("B/s", "the same copy from pinned memory"),
+        "h2d_blocking_call": ("s", "time for .to(cuda) of pinned 64 MiB to return (waits for the copy)"),
+        "h2d_nonblocking_call": ("s", "time for .to(cuda, non_blocking=True) of pinned 64 MiB to return"),
+    },
+    "05_mixed_precision": {
+        "step_fp32": ("s", "one Adam step of chapter 05's GPU model (MLP 1024-4096-4096-1, batch 4096), float32"),
+        "step_bf16": ("s", "the same step under bfloat16 autocast"),
+        "step_fp16_scaler": ("s", "the same step under float16 autocast with a GradScaler"),
+        "matmul_fp32_ieee": ("FLOP/s", "float32 matrix product n=8192, full float32 (TF32 off)"),
+        "matmul_fp32_tf32": ("FLOP/s", "the same product with TF32 allowed"),
+        "matmul_bf16": ("FLOP/s", "the same product in bfloat16"),
+        "peak_fp32": ("B", "peak memory of the float32 step"),
+        "peak_bf16": ("B", "peak memory of the bfloat16 autocast step"),
+    },
+    "06_multi_gpu": {
+        "gpu_count": ("n", "GPUs on the machine that ran the check"),
+    },
+    "07_troubleshooting": {
+        "device_assert_message": ("text", "a real device-side assert: index 10 into 10 classes, in a child process"),
+    },
+}
+
+
+class ResultsError(ValueError):
+    """A stored results file is not one the course may show (incomplete provenance, unknown figure)."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str
+    value: Any
+    unit: str
+    what: str
+
+    def text(self) -> str:
+        """The value in the unit a reader takes in at a glance."""
+        return format_value(self.value, self.unit)
+
+
+@dataclass
+class StoredResults:
+    """One chapter's figures from one real GPU run, and where they came from."""
+
+    chapter: str
+    provenance: dict[str, str]
+    figures: dict[str, Figure]
+    skipped: dict[str, str] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def device(self) -> str:
+        return self.provenance["device"]
+
+    def label(self) -> str:
+        """The line shown beside every stored figure: the device, versions, date and command."""
+        p = self.provenance
+        return (f"measured on {p['device']}, torch {p['torch']} (CUDA {p['cuda']}, driver {p['driver']}), "
+                f"Python {p['python']}, {p['date'][:10]}, by `{p['command']}`")
+
+
+def format_value(value: Any, unit: str) -> str:
+    """One stored value as text, by its unit."""
+    if value is None:
+        return "-"
+    if unit == "s":
+        return format_seconds(value)
+    if unit in ("FLOP/s", "B/s"):
+        return format_rate(value, unit)
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "x":
+        return f"{value:.3g}x"
+    return str(value)
+
+
+def slug(device_name: str) -> str:
+    """``"NVIDIA H200"`` -> ``"nvidia-h200"``: the folder one GPU's results live in."""
+    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-") or "unknown-gpu"
+
+
+# --------------------------------------------------------------------------- finding and reading
+
+
+def results_dir() -> Path | None:
+    """Where the stored results are: ``$COURSE_RESULTS``, else a ``results/`` folder beside the helpers
+    (a checkout) or in the working folder or one of its parents (a notebook in ``notebooks/NN/``)."""
+    if os.environ.get("COURSE_RESULTS"):
+        return Path(os.environ["COURSE_RESULTS"])
+    here = Path(__file__).resolve().parents[1]
+    for base in [here, *[Path.cwd(), *Path.cwd().parents]]:
+        candidate = base / "results"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def parse(data: dict[str, Any], path: Path | None = None) -> StoredResults:
+    """Validate one results file's content; refuse it, naming what is wrong, unless the course may show it."""
+    where = f"{path}: " if path else ""
+    chapter = data.get("chapter")
+    if data.get("schema") != SCHEMA:
+        raise ResultsError(f"{where}schema {data.get('schema')!r}, expected {SCHEMA}; rerun `make gpu-check`")
+    if chapter not in FIGURES:
+        raise ResultsError(f"{where}unknown chapter {chapter!r}; chapters with stored figures: {sorted(FIGURES)}")
+    provenance = data.get("provenance") or {}
+    missing = [f for f in PROVENANCE_FIELDS if not str(provenance.get(f) or "").strip()]
+    if missing:
+        raise ResultsError(f"{where}no {', '.join(missing)} in its provenance: a figure without the run that "
+                           "made it is not shown")
+    figures = {}
+    for key, entry in (data.get("figures") or {}).items():
+        if key not in FIGURES[chapter]:
+            raise ResultsError(f"{where}figure {key!r} is not one chapter {chapter} stores (helpers.results.FIGURES)")
+        unit, what = FIGURES[chapter][key]
+        if entry.get("unit") != unit:
+            raise ResultsError(f"{where}figure {key!r} has unit {entry.get('unit')!r}, expected {unit!r}")
+        figures[key] = Figure(key, entry.get("value"), unit, what)
+    skipped = {str(k): str(v) for k, v in (data.get("skipped") or {}).items()}
+    return StoredResults(chapter, {k: str(v) for k, v in provenance.items()}, figures, skipped, path)
+
+
+def load(path: Path) -> StoredResults:
+    """Read and validate one ``results/<gpu>/<chapter>.json``."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ResultsError(f"{path}: cannot be read ({err})") from err
+    return parse(data, Path(path))
+
+
+def stored(chapter: str, root: Path | None = None) -> list[StoredResults]:
+    """Every GPU's stored results for ``chapter``, one per device folder, sorted by device."""
+    if chapter not in FIGURES:
+        raise ResultsError(f"no stored figures are defined for chapter {chapter!r}: {sorted(FIGURES)}")
+    root = root if root is not None else results_dir()
+    if root is None:
+        return []
+    runs = [load(p) for p in sorted(Path(root).glob(f"*/{chapter}.json"))]
+    for run in runs:
+        if "rehearsal" in run.device.lower():
+            raise ResultsError(f"{run.path}: a CPU rehearsal of the check (`--rehearse`), not a GPU result; "
+                               "it is never shown: delete it")
+    return runs
+
+
+def write(chapter: str, figures: dict[str, Any], provenance: dict[str, str], root: Path,
+          skipped: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> Path:
+    """Store one chapter's figures under ``root/<gpu>/<chapter>.json`` (validated exactly as :func:`load`)."""
+    data = {
+        "schema": SCHEMA,
+        "chapter": chapter,
+        "provenance": provenance,
+        "figures": {k: {"value": v, "unit": FIGURES.get(chapter, {}).get(k, ("?",))[0]} for k, v in figures.items()},
+        "skipped": skipped or {},
+        **(extra or {}),
+    }
+    parse(data)
+    path = Path(root) / slug(provenance["device"]) / f"{chapter}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path
+
+
+# --------------------------------------------------------------------------- showing
+
+
+def report(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
+           mine_label: str = "this machine", root: Path | None = None) -> str:
+    """Stored GPU figures ``keys`` of ``chapter`` beside the reader's own (``mine``: key -> value), as text.
+
+    Every stored column is headed by its device and followed by its provenance line. With nothing stored
+    the text says so, and why no number stands in for it.
+    """
+    unknown = [k for k in [*keys, *(mine or {})] if k not in FIGURES.get(chapter, {})]
+    if chapter not in FIGURES or unknown:
+        raise ResultsError(f"chapter {chapter!r} stores no figure {unknown}; see helpers.results.FIGURES")
+    runs = stored(chapter, root)
+    if not runs:
+        return (f"No stored GPU result for {chapter}: `make gpu-check` has not been run on a GPU for this copy "
+                "of the course (results/ holds none), so there is no measured figure to show here, and no "
+                "number from a data sheet is shown in its place.")
+    mine = mine or {}
+    numbers = [k for k in keys if FIGURES[chapter][k][0] != "text"]
+    lines = []
+    if numbers:
+        header = ["figure", *([mine_label] if mine else []), *[r.device for r in runs]]
+        rows = [[FIGURES[chapter][k][1], *([format_value(mine.get(k), FIGURES[chapter][k][0])] if mine else []),
+                 *[r.figures[k].text() if k in r.figures else f"- ({r.skipped.get(k, 'not measured')})" for r in runs]]
+                for k in numbers]
+        widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+        lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    for k in keys:
+        if FIGURES[chapter][k][0] == "text":
+            for r in runs:
+                body = r.figures[k].value if k in r.figures else f"(not stored: {r.skipped.get(k, 'not measured')})"
+                lines += ["", f"{FIGURES[chapter][k][1]}, {r.device}:", str(body).rstrip()]
+    lines += ["", *[f"{r.device}: {r.label()}" for r in runs]]
+    return "\n".join(lines).lstrip("\n")
+
+
+def show(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, **kw: Any) -> list[StoredResults]:
+    """Print :func:`report` and return the stored runs it used (empty when none is stored)."""
+    print(report(chapter, keys, mine, **kw))
+    return stored(chapter, kw.get("root"))
