@@ -17,8 +17,9 @@ LAB_ARGS ?=
 PYTEST_ARGS ?=
 ASSIGNMENT ?=
 STUDENT ?=
+OUT ?=
 
-.PHONY: help setup lab test test-fast release grade feedback export env bench gpu-wheelhouse gpu-check clean-venv
+.PHONY: help setup lab test test-fast release grade feedback export handout env bench gpu-wheelhouse gpu-check clean-venv
 
 help:
 	@echo "make lab       open the course in JupyterLab (sets up .venv first if needed)"
@@ -29,6 +30,7 @@ help:
 	@echo "make grade     grade submitted/ [ASSIGNMENT=.. STUDENT=..]; prints a status table"
 	@echo "make feedback  HTML feedback for graded submissions (hidden tests stay hidden)"
 	@echo "make export    grades.csv with a status column beside each score"
+	@echo "make handout OUT=<dir>  the student edition in <dir> and <dir>.zip (no solutions, no hidden tests)"
 	@echo "make gpu-wheelhouse  wheels a GPU machine without an index needs for gpu-check (into .whl)"
 	@echo "make gpu-check       on a CUDA machine: every chapter, gpu tests and measurements; results/<gpu>/ [GPU_ARGS=--dry-run]"
 
@@ -66,6 +68,11 @@ feedback: $(STAMP)
 
 export: $(STAMP)
 	$(PY) -m helpers export
+
+# quoted, so OUT="my folder" stays one argument
+handout: $(STAMP)
+	@test -n "$(OUT)" || { echo "usage: make handout OUT=<folder>   (writes <folder> and <folder>.zip beside it)"; exit 2; }
+	$(PY) -m helpers handout --out "$(OUT)"
 
 bench: $(STAMP)
 	$(PY) -m helpers bench

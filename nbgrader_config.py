@@ -65,3 +65,13 @@ from nbgrader.preprocessors import ClearHiddenTests  # noqa: E402
 c.GenerateFeedback.preprocessors = [FeedbackOutputs, ClearHiddenTests] + [
     p for p in GenerateFeedback.class_traits()["preprocessors"].default() if p is not ClearHiddenTests
 ]
+
+# Laptops and an LMS (INSTRUCTORS.md, "Laptops and an LMS"): `nbgrader zip_collect <assignment>` reads what the
+# LMS handed back from downloaded/<assignment>/archive/ (archives are unpacked, archives inside them too) and
+# takes the student id from each notebook's path, either shape:
+#   .../<student id>_<NN_topic>.ipynb        one file per learner, the LMS's prefix is the id
+#   .../<student id>/[<NN_topic>/]<NN_topic>.ipynb   a folder, or an archive <student id>.zip, per learner
+# The id must be on the roster. If your LMS writes something else, change the student_id group.
+c.FileNameCollectorPlugin.named_regexp = (
+    r"^.*/extracted/(?:.*/)?(?P<student_id>(?![.]|\d\d_)[^/]+?)[_/](?:\d\d_\w+/)?(?P<file_id>\d\d_\w+\.ipynb)$"
+)

@@ -6,6 +6,8 @@
     feedback [--assignment A] [--student S]      HTML feedback in feedback/, hidden tests checked absent
     export   [--to grades.csv]                   one CSV row per student and assignment, status beside score
     override STUDENT ASSIGNMENT CELL POINTS --why TEXT   a manual score for one grade cell, listed everywhere
+    handout  --out DIR                           the student edition: DIR and DIR.zip, no solutions, no hidden tests
+    colab                                        README badges and each chapter's Colab cell, from pyproject's Repository
 
 Every command takes ``--course DIR`` (default: the folder with nbgrader_config.py,
 from the current one upwards). Exit code: 0 when the command did its job (a
@@ -54,7 +56,43 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true",
                    help="cells added or removed after grading: drop those assignments' results (submissions stay)")
     p.add_argument("--course", type=Path)
+    p = sub.add_parser("handout", help="write the student edition (notebooks and helpers; no solutions, no hidden "
+                                       "tests) into a folder, and a zip of it beside the folder")
+    p.add_argument("--out", type=Path, required=True, help="the folder to write (new, empty, or an earlier edition)")
+    p.add_argument("--course", type=Path)
+    p = sub.add_parser("colab", help="rewrite the README's Colab badges and each chapter's Colab cell in solutions/ "
+                                     "from pyproject.toml's [project.urls] Repository (then run release)")
+    p.add_argument("--course", type=Path)
     return parser
+
+
+def _colab(root: Path) -> int:
+    from helpers.grading.colab import update
+    from helpers.grading.release import assignments
+
+    try:
+        changed = update(root, assignments(root))
+    except ValueError as err:
+        print(f"colab: {err}", file=sys.stderr)
+        return 2
+    for path in changed:
+        print(f"rewrote {path.relative_to(root)}")
+    if any(p.suffix == ".ipynb" for p in changed):
+        print("now run `python -m helpers release` (then commit solutions/, notebooks/ and README.md)")
+    return 0
+
+
+def _handout(root: Path, out: Path) -> int:
+    from helpers.grading.handout import HandoutError, build
+
+    try:
+        edition = build(root, out)
+    except HandoutError as err:
+        print(f"handout: {err}", file=sys.stderr)
+        return 1
+    print(f"student edition: {edition.folder} ({edition.files} files) and {edition.archive}; searched for "
+          f"{edition.secrets} lines of answers and hidden tests: none found")
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -68,6 +106,10 @@ def main(argv: list[str]) -> int:
     from helpers.grading.course import Course, find_course_root
 
     root = find_course_root(args.course)
+    if args.command == "handout":
+        return _handout(root, args.out)
+    if args.command == "colab":
+        return _colab(root)
 
     if args.command == "release":
         from helpers.grading.release import ReleaseError, release

@@ -28,11 +28,9 @@ from pathlib import Path
 import nbformat
 
 from helpers.grading.course import Course
+from helpers.grading.hidden import HIDDEN_RE, MIN_CHARS
 
 __all__ = ["FeedbackResult", "feedback", "hidden_lines", "leaked_lines", "released_lines"]
-
-HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
-
 
 @dataclass
 class FeedbackResult:
@@ -79,7 +77,7 @@ def hidden_lines(course: Course, assignment: str) -> list[str]:
         for nb in gb.find_assignment(assignment).notebooks:
             for cell in nb.source_cells:
                 for block in HIDDEN_RE.findall(cell.source or ""):
-                    lines += [ln.strip() for ln in block.splitlines() if len(ln.strip()) >= 8 and ln.strip() not in public]
+                    lines += [ln.strip() for ln in block.splitlines() if len(ln.strip()) >= MIN_CHARS and ln.strip() not in public]
     return list(dict.fromkeys(lines))
 
 

@@ -1,0 +1,83 @@
+"""Colab: a badge per chapter in the README and a first cell that installs the helpers there, both
+generated from one address (pyproject.toml's [project.urls] Repository). In-process; under a second."""
+
+import re
+import shutil
+import subprocess
+import sys
+import types
+from unittest import mock
+
+import nbformat
+import pytest
+
+from course import NOTEBOOKS, ROOT, chapters, load, solution_path
+from helpers.grading.colab import COLAB_TAG, badge_link, badges_block, colab_cells, repository, update
+
+ADDRESS, OWNER, REPO = repository(ROOT)
+
+
+def test_the_address_is_one_github_repository_and_a_bad_one_says_what_to_set(tmp_path):
+    assert ADDRESS == f"https://github.com/{OWNER}/{REPO}"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\nRepository = "git@host:x"\n')
+    with pytest.raises(ValueError, match=r"\[project.urls\] Repository.*your fork's"):
+        repository(tmp_path)
+
+
+def test_each_chapter_has_a_badge_that_opens_its_notebook_on_colab():
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\((https://colab\.research\.google\.com/github/[^)]+)\)", readme)
+    for chapter in chapters():
+        want = f"https://colab.research.google.com/github/{OWNER}/{REPO}/blob/main/notebooks/{chapter}/{chapter}.ipynb"
+        assert badge_link(OWNER, REPO, chapter) == want and links.count(want) == 1, chapter
+        assert (NOTEBOOKS / chapter / f"{chapter}.ipynb").is_file()
+    assert len(links) == len(chapters())
+    assert badges_block(ROOT, chapters()) in readme, "README's badges differ from the address: run python -m helpers colab"
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_each_chapter_opens_with_the_colab_note_and_cell(chapter):
+    want = colab_cells(ADDRESS)
+    for nb in (load(solution_path(chapter)), load(NOTEBOOKS / chapter / f"{chapter}.ipynb")):
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert COLAB_TAG in code[0].metadata.get("tags", []) and code[0].source == want[1].source
+        assert COLAB_TAG not in code[1].metadata.get("tags", []) and "set_seed(" in code[1].source
+        note = nb.cells[nb.cells.index(code[0]) - 1]
+        assert note.source == want[0].source and "Validate" in note.source and "not available" in note.source
+
+
+def _run_colab_cell(on_colab):
+    calls = []
+    namespace = {}
+    fake = {"google.colab": types.ModuleType("google.colab")} if on_colab else {}
+    with mock.patch.dict(sys.modules, fake), mock.patch.object(subprocess, "run", lambda *a, **k: calls.append(a)):
+        if not on_colab:
+            sys.modules.pop("google.colab", None)
+        exec(colab_cells(ADDRESS)[1].source, namespace)
+    return calls
+
+
+def test_the_colab_cell_does_nothing_off_colab_and_installs_from_the_repository_on_colab(capsys):
+    assert _run_colab_cell(on_colab=False) == []
+    assert capsys.readouterr().out.strip() == "not on Colab: nothing to install (this environment has the helpers already)"
+    (call,) = _run_colab_cell(on_colab=True)
+    assert call[0][1:] == ["-m", "pip", "install", "--quiet", f"git+{ADDRESS}"] and call[0][0] == sys.executable
+
+
+def test_a_fork_rewrites_badges_and_cells_from_its_address_once(tmp_path):
+    for name in ("README.md", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
+    fork = "https://github.com/someone/fork"
+    (tmp_path / "pyproject.toml").write_text((tmp_path / "pyproject.toml").read_text().replace(ADDRESS, fork))
+    bare = tmp_path / "solutions" / "00_start" / "00_start.ipynb"  # one chapter without the cells: inserted
+    nb = load(bare)
+    nb.cells = [c for c in nb.cells if COLAB_TAG not in c.metadata.get("tags", [])]
+    nbformat.write(nb, str(bare))
+    changed = update(tmp_path, chapters())
+    assert len(changed) == len(chapters()) + 1
+    assert "github/someone/fork/blob/main/notebooks/00_start" in (tmp_path / "README.md").read_text()
+    for chapter in chapters():
+        cells = [c for c in load(tmp_path / "solutions" / chapter / f"{chapter}.ipynb").cells if COLAB_TAG in c.metadata.get("tags", [])]
+        assert [c.source for c in cells] == [c.source for c in colab_cells(fork)], chapter
+    assert update(tmp_path, chapters()) == []
