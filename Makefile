@@ -19,10 +19,11 @@ ASSIGNMENT ?=
 STUDENT ?=
 OUT ?=
 
-.PHONY: help setup lab test test-fast release grade feedback export handout env bench gpu-wheelhouse gpu-check clean-venv
+.PHONY: help setup lab lab-instructor test test-fast release grade feedback export handout env bench gpu-wheelhouse gpu-check clean-venv
 
 help:
-	@echo "make lab       open the course in JupyterLab (sets up .venv first if needed)"
+	@echo "make lab       open the course in JupyterLab, learner view (sets up .venv first if needed)"
+	@echo "make lab-instructor  the same with the instructor view: Create Assignment and the formgrader"
 	@echo "make test      run every test (sets up .venv first if needed)"
 	@echo "make test-fast unit tests and exercise checks only (no notebooks, no nbgrader round trip)"
 	@echo "make env       what this machine offers the course"
@@ -43,8 +44,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test]"
 	@touch $(STAMP)
 
+# Two views of the course, each a Jupyter config folder put first on the config path (README):
+# the learner's (the Assignments list and Validate) and the instructor's (also Create Assignment and the
+# formgrader). Neither asks to fetch Jupyter news. The server runs from the course folder, so nbgrader
+# reads nbgrader_config.py (the course id and the exchange) from here.
+LEARNER_VIEW := $(abspath .jupyter/learner)
+INSTRUCTOR_VIEW := $(abspath .jupyter/instructor)
+JUPYTER_LAB = $(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) notebooks/00_start/00_start.ipynb
+
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) notebooks/00_start/00_start.ipynb
+	JUPYTER_CONFIG_PATH="$(LEARNER_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
+
+lab-instructor: $(STAMP)
+	JUPYTER_CONFIG_PATH="$(INSTRUCTOR_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

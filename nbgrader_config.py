@@ -14,7 +14,15 @@ from helpers.grading import ensure_tools_on_path  # noqa: E402
 
 ensure_tools_on_path()
 
-c.CourseDirectory.course_id = "gpu-pytorch"
+# The exchange (release_assignment -> fetch_assignment -> submit -> collect, and JupyterLab's Assignments tab):
+# course id and exchange root, overridable with COURSE_ID and COURSE_EXCHANGE (helpers/grading/exchange.py).
+# Without COURSE_EXCHANGE the exchange is exchange/ in this folder; a shared machine sets its own (INSTRUCTORS.md).
+import os  # noqa: E402
+
+from helpers.grading.exchange import exchange_settings  # noqa: E402
+
+c.CourseDirectory.course_id, _exchange_root = exchange_settings(os.path.dirname(os.path.abspath(__file__)))
+c.Exchange.root = str(_exchange_root)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.db_url = "sqlite:///gradebook.db"

@@ -15,7 +15,8 @@ ensure_tools_on_path()  # nbgrader runs `alembic` by name
 GPU_SKIP_REASON = "needs a CUDA GPU; this machine has none (torch.cuda.is_available() is False)"
 #: The only reasons a test may be skipped for. Any other skip (a stray pytest.skip, an
 #: importorskip that hides a missing dependency) fails the run, as pytorch/tutorials does.
-ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON,)
+BROWSER_SKIP_REASON = "needs Chromium at /usr/bin/chromium (Debian's `chromium` package; .ci/run installs it)"
+ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON, BROWSER_SKIP_REASON)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -42,6 +42,16 @@ def test_the_edition_holds_the_notebooks_the_checks_and_its_own_setup(edition):
     assert zipped == sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
+def test_make_lab_there_opens_the_learner_view_without_the_assignments_list(edition):
+    import json
+
+    page = json.loads((edition.folder / ".jupyter/learner/labconfig/page_config.json").read_text())["disabledExtensions"]
+    for plugin in ("create-assignment", "formgrader", "course-list", "assignment-list"):
+        assert page[f"@jupyter/nbgrader:{plugin}"] is True, plugin  # no exchange there: learners hand in via the LMS
+    assert page["@jupyterlab/apputils-extension:announcements"] is True
+    assert 'JUPYTER_CONFIG_PATH="$(abspath .jupyter/learner)' in (edition.folder / "Makefile").read_text()
+
+
 def test_nothing_instructor_only_ships(edition):
     assert forbidden_paths(edition.folder) == []
     with zipfile.ZipFile(edition.archive) as z:

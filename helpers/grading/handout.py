@@ -137,8 +137,10 @@ $(STAMP): pyproject.toml
 \t$(PY) -m pip install --quiet .
 \t@touch $(STAMP)
 
+# the learner's view (.jupyter/learner): no instructor panels, no news pop-up
 lab: $(STAMP)
-\t$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) notebooks/00_start/00_start.ipynb
+\tJUPYTER_CONFIG_PATH="$(abspath .jupyter/learner)$${{JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}}" \\
+\t\t$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) notebooks/00_start/00_start.ipynb
 
 env: $(STAMP)
 \t$(PY) -m helpers env
@@ -200,7 +202,21 @@ def _write_edition(root: Path, folder: Path) -> None:
     (folder / "Makefile").write_text(edition_makefile(root))
     (folder / "pyproject.toml").write_text(edition_pyproject(root))
     (folder / ".gitignore").write_text(".venv/\n__pycache__/\n*.egg-info/\nbuild/\n.ipynb_checkpoints/\n")
+    _write_learner_view(root, folder)
     (folder / MARKER).write_text("The course's student edition, written by `python -m helpers handout`.\n")
+
+
+def _write_learner_view(root: Path, folder: Path) -> None:
+    """The course's learner view (``.jupyter/learner``), less the Assignments list: an edition has no exchange
+    (its learners hand in through an LMS), so that panel could only say the exchange does not exist."""
+    source, view = root / ".jupyter" / "learner", folder / ".jupyter" / "learner"
+    if not source.is_dir():
+        return
+    shutil.copytree(source, view)
+    page = view / "labconfig" / "page_config.json"
+    config = json.loads(page.read_text())
+    config.setdefault("disabledExtensions", {})["@jupyter/nbgrader:assignment-list"] = True
+    page.write_text(json.dumps(config, indent=2) + "\n")
 
 
 def _zip(folder: Path, archive: Path, top: str) -> None:

@@ -1,0 +1,237 @@
+"""The exchange route in a real browser: headless Chromium (Debian's package) driven by Playwright.
+
+On the scratch shared machine of tests/shared_machine.py (02_devices released to the exchange):
+
+1. the learner's JupyterLab (the learner view, .jupyter/learner) starts in the learner's home; the page
+   shows the Nbgrader menu with the Assignment List only, no Create Assignment panel, no news question;
+2. Assignments tab: Fetch 02_devices; the learner's answers are written into the fetched notebook (as
+   typing them would); the notebook is opened from the list, run (Run All Cells, on the CPU:
+   COURSE_DEVICE=cpu), saved; Validate says every test passes; Submit from the Assignments tab;
+3. the instructor collects and grades (`nbgrader collect`, `python -m helpers grade`), opens the
+   instructor view (.jupyter/instructor: Create Assignment and Formgrader are there) and formgrader's
+   Manage Students page shows the learner's full score.
+
+Screenshots (``NN-step.png``) go to ``<pytest tmp>/browser/`` and are copied to
+``test-artifacts/browser/`` in the repository (ignored by git; emptied at the start), also when a step
+fails. Every server and browser process started here is stopped, also on failure. Skips only when
+/usr/bin/chromium is missing on a developer's machine; under CI (``CI`` set) that fails instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import BROWSER_SKIP_REASON
+from course import ROOT
+from shared_machine import LEARNER, set_up, solve
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+TOKEN = "course-browser-test"
+SERVER_START_S = 90
+NOTEBOOK_RUN_MS = 120_000  # Run All and Validate each run the whole chapter on the CPU
+
+
+@pytest.fixture
+def chromium():
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the browser test: {BROWSER_SKIP_REASON}")
+        pytest.skip(BROWSER_SKIP_REASON)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def shots(tmp_path):
+    """``shot(page, name)``: a screenshot in tmp_path/browser/ and test-artifacts/browser/."""
+    folder = tmp_path / "browser"
+    folder.mkdir()
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    taken = []
+
+    def shot(page, name):
+        path = folder / f"{len(taken) + 1:02d}-{name}.png"
+        page.screenshot(path=str(path))
+        shutil.copy(path, ARTIFACTS / path.name)
+        taken.append(path)
+
+    return shot
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def lab_server(cwd: Path, env: dict, view: str, log: Path):
+    """JupyterLab as `make lab` / `make lab-instructor` start it (that view first on the config path), in ``cwd``."""
+    port = _free_port()
+    root = ["--allow-root"] if os.getuid() == 0 else []
+    command = [str(Path(sys.executable).parent / "jupyter"), "lab", *root, "--ServerApp.root_dir=.", "--no-browser",
+               f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}"]
+    env = dict(env, JUPYTER_CONFIG_PATH=str(ROOT / ".jupyter" / view))
+    with open(log, "w") as out:
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(base, proc, log)
+        yield base
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _wait_for(base: str, proc: subprocess.Popen, log: Path):
+    deadline = time.monotonic() + SERVER_START_S
+    request = urllib.request.Request(f"{base}/api/status", headers={"Authorization": f"token {TOKEN}"})
+    while True:
+        try:
+            urllib.request.urlopen(request, timeout=5).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+
+
+def open_lab(page, base: str):
+    page.goto(f"{base}/lab?token={TOKEN}")
+    page.wait_for_selector("#jp-main-dock-panel", timeout=SERVER_START_S * 1000)
+    page.get_by_role("menuitem", name="Nbgrader").wait_for()
+
+
+def nbgrader_menu(page) -> list[str]:
+    """The items of the Nbgrader menu (opened, read, closed)."""
+    page.get_by_role("menuitem", name="Nbgrader").click()
+    items = [t.strip() for t in page.locator("#jp-mainmenu-nbgrader").inner_text().splitlines() if t.strip()]
+    page.keyboard.press("Escape")
+    return items
+
+
+def no_news_question(page):
+    assert page.get_by_text("official Jupyter news").count() == 0, "JupyterLab asks to fetch news from the internet"
+
+
+PROMPTS = "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')].map(e => e.textContent)"
+
+
+def run_all_and_save(page):
+    """Run All Cells from the Run menu, wait until every code cell has its execution count, save."""
+    # the kernel is connected and idle (status bar "Python 3 (ipykernel) | Idle"); before that Run All does nothing
+    page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"Python 3.* \| Idle")).wait_for(
+        timeout=SERVER_START_S * 1000)
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_text("Run All Cells", exact=True).click()
+    deadline = time.monotonic() + NOTEBOOK_RUN_MS / 1000
+    while True:
+        prompts = page.evaluate(PROMPTS)
+        if prompts and all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in prompts):
+            break
+        assert time.monotonic() < deadline, f"Run All did not finish; the cells' prompts: {prompts}"
+        page.wait_for_timeout(500)
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
+                           timeout=30_000)
+
+
+def assert_ran_without_error(notebook: Path):
+    nb = nbformat.read(str(notebook), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code), "the saved notebook has cells that did not run"
+    errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"cells raised: {[e.ename + ': ' + e.evalue for e in errors]}"
+
+
+@pytest.mark.slow
+def test_learner_fetches_runs_validates_submits_and_the_grade_appears(tmp_path, chromium, shots):
+    machine = set_up(tmp_path)
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        with lab_server(machine.learner_home, machine.learner_env(), "learner", tmp_path / "learner-lab.log") as base:
+            learner_fetches_runs_validates_submits(page, base, machine, shots)
+        machine.instructor("nbgrader", "collect", machine.chapter)
+        machine.instructor("helpers", "grade", "--assignment", machine.chapter, "--no-progress")
+        with lab_server(machine.course, machine.instructor_env(), "instructor", tmp_path / "instructor-lab.log") as base:
+            instructor_sees_the_grade(page, base, machine, shots)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            shots(page, "failed")
+        raise
+    finally:
+        page.close()
+
+
+def learner_fetches_runs_validates_submits(page, base, machine, shots):
+    open_lab(page, base)
+    assert nbgrader_menu(page) == ["Assignment List"], "the learner view shows instructor tools"
+    assert page.locator("[title='Nbgrader Create Assignment']").count() == 0
+    no_news_question(page)
+    shots(page, "learner-view")
+
+    page.get_by_role("menuitem", name="Nbgrader").click()
+    page.get_by_text("Assignment List").click()
+    page.locator("#released_assignments_list").get_by_role("button", name="Fetch").click()
+    fetched = page.locator("#fetched_assignments_list")
+    fetched.locator("a.assignment-notebooks-link").wait_for()
+    shots(page, "fetched")
+    assert solve(machine.fetched(), machine.chapter) > 0
+
+    fetched.locator("a.assignment-notebooks-link").click()
+    fetched.locator(".nested_list_item a").click()
+    run_all_and_save(page)
+    shots(page, "ran")
+    assert_ran_without_error(machine.fetched())
+
+    page.locator(".jp-NotebookPanel-toolbar").get_by_role("button", name="Validate").click()
+    page.locator(".jp-Dialog").get_by_text("Success! Your notebook passes all the tests.").wait_for(
+        timeout=NOTEBOOK_RUN_MS)
+    shots(page, "validated")
+    page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
+
+    page.get_by_role("tab", name="Assignments").click()
+    page.locator("#fetched_assignments_list").get_by_role("button", name="Submit").click()
+    page.locator("#submitted_assignments_list .list_item").first.wait_for()
+    no_news_question(page)
+    shots(page, "submitted")
+
+
+def instructor_sees_the_grade(page, base, machine, shots):
+    open_lab(page, base)
+    menu = nbgrader_menu(page)
+    assert {"Assignment List", "Formgrader", "Create assignment"} <= set(menu), menu
+    assert page.locator("[title='Nbgrader Create Assignment']").count() == 1
+    no_news_question(page)
+    shots(page, "instructor-view")
+
+    page.goto(f"{base}/formgrader/manage_students")
+    full = f"{machine.max_score():g} / {machine.max_score():g}"
+    page.locator("tr", has_text=LEARNER).get_by_text(full).wait_for(timeout=30_000)
+    shots(page, "grade-in-formgrader")
