@@ -19,13 +19,14 @@ ASSIGNMENT ?=
 STUDENT ?=
 OUT ?=
 
-.PHONY: help setup lab lab-instructor test test-fast release grade feedback export handout env bench gpu-wheelhouse gpu-check clean-venv
+.PHONY: help setup lab lab-instructor test test-fast test-torch-floor release grade feedback export handout env bench gpu-wheelhouse gpu-check clean-venv
 
 help:
 	@echo "make lab       open the course in JupyterLab, learner view (sets up .venv first if needed)"
 	@echo "make lab-instructor  the same with the instructor view: Create Assignment and the formgrader"
 	@echo "make test      run every test (sets up .venv first if needed)"
 	@echo "make test-fast unit tests and exercise checks only (no notebooks, no nbgrader round trip)"
+	@echo "make test-torch-floor  chapters and unit tests under the oldest torch pyproject.toml promises (a 2nd venv)"
 	@echo "make env       what this machine offers the course"
 	@echo "make release   regenerate notebooks/ from solutions/ (refuses to overwrite your edits)"
 	@echo "make grade     grade submitted/ [ASSIGNMENT=.. STUDENT=..]; prints a status table"
@@ -64,6 +65,24 @@ test: $(STAMP)
 # the unit tests and in-process exercise checks only: no notebook runs, no real nbgrader or Jupyter (about a minute)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" tests $(PYTEST_ARGS)
+
+# The oldest torch the course promises is pyproject.toml's "torch>=X" (the one place it is written); this
+# target checks that promise in a second venv that holds only torch X and reuses .venv for everything else
+# (.ci/floor-venv says how). CI runs it after `make test`. What runs there: every chapter under nbval and the
+# unit tests (about 3 min on 2 cores); the exercise checks with every wrong submission cost 6-8 min more:
+#   make test-torch-floor FLOOR_PYTEST='-m "not slow" solutions tests'
+TORCH_FLOOR := $(shell sed -n 's/^ *"torch>=\([0-9.]*\)",*$$/\1/p' pyproject.toml)
+FLOOR_VENV ?= .venv-torch-floor
+FLOOR_STAMP := $(FLOOR_VENV)/.installed
+FLOOR_PYTEST ?= -m "not slow" solutions tests --ignore=tests/test_exercises.py --ignore=tests/test_release.py
+
+$(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(STAMP)
+	@test -n "$(TORCH_FLOOR)" || { echo 'pyproject.toml has no "torch>=X" line to read the floor from' >&2; exit 1; }
+	bash .ci/floor-venv $(VENV) $(FLOOR_VENV) "torch==$(TORCH_FLOOR)"
+	@touch $(FLOOR_STAMP)
+
+test-torch-floor: $(FLOOR_STAMP)
+	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest $(FLOOR_PYTEST) $(PYTEST_ARGS)
 
 env: $(STAMP)
 	$(PY) -m helpers env

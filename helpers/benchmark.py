@@ -27,6 +27,7 @@ simulated device with a virtual clock, lives in :mod:`helpers.checks.ch01`.)
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import queue
 import statistics
@@ -37,10 +38,31 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
-import torch.utils.benchmark as torch_benchmark
 
 from helpers.device import available_devices, pick_device, synchronize
 from helpers.units import format_rate, format_seconds  # noqa: F401  (the chapters call bench.format_*)
+
+
+def _import_torch_benchmark() -> Any:
+    """``import torch.utils.benchmark``, without the C++-extension builder's note on stderr.
+
+    It imports ``torch.utils.cpp_extension``, which on a CUDA build of torch
+    with no GPU to use and a CUDA toolkit (or ``CUDA_HOME``) on the machine
+    logs "No CUDA runtime is found, using CUDA_HOME=..." (seen with torch
+    2.11+cu130): a note for compiling extensions, which the course never does,
+    landing in a chapter's opening cell. Errors from that logger still show.
+    """
+    log = logging.getLogger("torch.utils.cpp_extension")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        import torch.utils.benchmark as module
+    finally:
+        log.setLevel(level)
+    return module
+
+
+torch_benchmark = _import_torch_benchmark()
 
 __all__ = [
     "BackgroundQueue",

@@ -166,20 +166,28 @@ def to_device(batch: Any, device: str | torch.device, non_blocking: bool | None 
     return move(batch)
 
 
+#: torch's texts for "CUDA asked for, none here", lower-cased: a CPU build, a CUDA build with no GPU
+#: visible, and a CUDA build on a machine without the NVIDIA driver (a Linux laptop's default pip torch)
+_CUDA_MISSING = ("not compiled with cuda", "no cuda gpus are available", "no nvidia driver")
+
+
 def explain_device_error(err: BaseException) -> str | None:
     """Say in plain words what a device-related error from torch means, or None if it is not one.
 
     The same mistake shows up as different texts: "Expected all tensors to be
     on the same device" (CUDA), "is not on the expected device" (the meta
     device used as a stand-in on CPU-only machines), "Torch not compiled with
-    CUDA enabled" (code that hard-codes ``.cuda()`` run on a CPU build).
+    CUDA enabled" (code that hard-codes ``.cuda()`` run on a CPU build), "Found
+    no NVIDIA driver on your system" (the same code on a CUDA build of torch
+    without a GPU: what a plain ``pip install torch`` gives a Linux laptop).
     """
     text = str(err)
+    lowered = text.lower()
     if "same device" in text or "not on the expected device" in text:
         return ("two tensors (or a tensor and the model's weights) are on different devices: "
                 "move the input to the model's device with x = x.to(device), and the model too if it is not "
                 "there yet (model.to(device)), before the forward pass.")
-    if "not compiled with CUDA" in text or "No CUDA GPUs are available" in text or "no NVIDIA driver" in text.lower():
+    if any(words in lowered for words in _CUDA_MISSING):
         return ("the code asked for CUDA explicitly (.cuda(), device='cuda') on a machine without it: "
                 "use the device you were given (or ask torch.cuda.is_available() first) instead of hard-coding "
                 "'cuda'.")

@@ -220,3 +220,25 @@ def test_limited_by_follows_from_the_measured_ceilings(add_bytes_per_s, add_flop
 def test_copy_work_counts_bytes_read_and_written():
     assert bench.copy_work(4) == {"nbytes": 2 * 16 * 4}
     assert bench.copy_work(4, torch.float16)["nbytes"] == 2 * 16 * 2
+
+
+def test_importing_the_course_timer_keeps_the_extension_builders_note_off_stderr(tmp_path):
+    """On a CUDA build of torch without a GPU, `import torch.utils.benchmark` logs "No CUDA runtime is found,
+    using CUDA_HOME=..." to stderr when a CUDA toolkit is around (CUDA_HOME set here to make it so); importing
+    helpers.benchmark must not, or every chapter's opening cell shows it. The CPU build never logs it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CUDA_HOME": str(tmp_path)}
+
+    def stderr_of(code):
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              timeout=120, check=True).stderr
+
+    raw = stderr_of("import torch.utils.benchmark")
+    cuda_build_without_gpu = bool(torch.version.cuda) and not torch.cuda.is_available()
+    assert ("No CUDA runtime" in raw) == cuda_build_without_gpu, raw
+    ours = stderr_of("import logging, helpers.benchmark; "
+                     "assert logging.getLogger('torch.utils.cpp_extension').level == logging.NOTSET")
+    assert "No CUDA runtime" not in ours, ours

@@ -305,3 +305,21 @@ def test_unscaling_twice_is_named_apart_from_clipping_while_scaled():
     with pytest.raises(CheckFailed, match="clipped while still scaled"):
         ch05.check_clips_unscaled(clip_step(divide_again=False, unscale_first=False), torch.float16, scale=2.0**12)
     ch05.check_clips_unscaled(clip_step(divide_again=False), torch.float16, scale=2.0**12)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_checks_loss_takes_a_low_precision_output_after_autocast_on_every_supported_torch(dtype):
+    """The exercise allows the loss after the autocast block; torch 2.11's F.mse_loss cannot backpropagate
+    a bf16/fp16 output against a float32 target (pytorch #94086), so the checks' loss casts first, and
+    gives exactly what F.mse_loss gives inside autocast."""
+    import torch.nn.functional as F
+
+    model, x, y = ch05.grading_task(0)
+    with torch.autocast("cpu", dtype=dtype):
+        out = model(x)
+        inside = F.mse_loss(out, y)
+    assert out.dtype == dtype
+    after = ch05.grading_loss(out, y)
+    assert after.dtype == torch.float32 and torch.equal(after, inside)
+    after.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())

@@ -114,6 +114,10 @@ def test_synchronize_is_safe_on_cpu_and_calls_cuda_on_cuda(monkeypatch):
     ("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!", "move the input"),
     ("Tensor on device meta is not on the expected device cpu!", "move the input"),
     ("Torch not compiled with CUDA enabled", "hard-coding"),
+    # a CUDA build of torch on a machine without a GPU (torch 2.11+cu130, read off `.cuda()` there)
+    ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+     "from http://www.nvidia.com/Download/index.aspx", "hard-coding"),
+    ("No CUDA GPUs are available", "hard-coding"),
 ])
 def test_explain_device_error(message, fragment):
     assert fragment in dev.explain_device_error(RuntimeError(message))

@@ -1,4 +1,5 @@
-"""The two install routes (pip via pyproject.toml, conda via environment.yml) ask for the same packages."""
+"""The two install routes (pip via pyproject.toml, conda via environment.yml) ask for the same packages, and the
+oldest torch they promise is the one `make test-torch-floor` (CI) checks."""
 
 import os
 import re
@@ -10,6 +11,7 @@ import tomllib
 import pytest
 
 import nbformat
+import torch
 
 from course import ROOT, grade_cells, load, nbgrader_meta, solution_path
 
@@ -41,10 +43,44 @@ def test_environment_yml_lists_the_same_packages_and_versions_as_pyproject():
         assert pip[name] == conda[name], f"{name}: pyproject says {pip[name]!r}, environment.yml says {conda[name]!r}"
 
 
+def _torch_floor() -> str:
+    """The oldest torch the course promises: the X of pyproject.toml's "torch>=X" (environment.yml says the same)."""
+    requirement = _pip_requirements()["torch"]
+    match = re.fullmatch(r"torch>=(\d+(?:\.\d+)*)", requirement)
+    assert match, f"pyproject.toml asks for {requirement!r}; `make test-torch-floor` reads the floor from 'torch>=X'"
+    return match.group(1)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """'2.11.0+cu130' -> (2, 11, 0)"""
+    return tuple(int(part) for part in re.match(r"\d+(?:\.\d+)*", version).group(0).split("."))
+
+
+def test_make_test_torch_floor_installs_exactly_the_floor_pyproject_promises():
+    """The Makefile reads the floor from pyproject.toml; this proves it reads it right (a dry run, nothing installed)."""
+    floor = _torch_floor()
+    dry = subprocess.run(["make", "-n", "-B", "test-torch-floor"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert f'"torch=={floor}"' in dry.stdout and f"COURSE_TORCH_FLOOR={floor} " in dry.stdout, dry.stdout
+
+
+def test_the_torch_under_test_keeps_the_promise_and_the_floor_run_has_the_floor_itself():
+    floor, have = _release(_torch_floor()), _release(torch.__version__)
+    assert have >= floor, f"torch {torch.__version__} is older than the floor pyproject.toml promises ({_torch_floor()})"
+    checked = os.environ.get("COURSE_TORCH_FLOOR")  # set by `make test-torch-floor`
+    if checked is not None:
+        assert _release(checked) == floor, f"the floor run checks torch {checked}, pyproject.toml promises {floor}"
+        assert have[:len(floor)] == floor and not any(have[len(floor):]), (
+            f"the floor run imports torch {torch.__version__} ({torch.__file__}), not the floor {_torch_floor()}")
+
+
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and "make lab" in readme
-    assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^make test$", ci, flags=re.M)
+    assert re.search(r"^make test-torch-floor$", ci, flags=re.M), "CI must check the torch floor too"
+    assert ci.index("make test\n") < ci.index("make test-torch-floor")
 
 
 @pytest.mark.slow

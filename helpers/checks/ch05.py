@@ -46,6 +46,7 @@ __all__ = [
     "check_skip_inf",
     "check_still_amp",
     "check_update",
+    "grading_loss",
     "grading_task",
     "inject_inf_grad",
     "reference_grads",
@@ -69,6 +70,20 @@ def grading_task(seed: int = 0, n: int = 64, in_features: int = 8, hidden: int =
         model = MLP(in_features=in_features, hidden=hidden, out_features=1, depth=1)
     x, y = make_regression(n=n, in_features=in_features, seed=seed)
     return model, x, y
+
+
+def grading_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The mean squared error the checks hand the learner's step as ``loss_fn``, computed in float32.
+
+    The exercise lets the loss run inside autocast or after it, on the
+    low-precision output. Torch 2.11 (the course's floor) cannot run backward
+    through ``F.mse_loss`` of a bf16/fp16 output and a float32 target ("Found
+    dtype Float but expected BFloat16", pytorch issue #94086; 2.13 can), so
+    the second placement would crash there. Autocast runs ``mse_loss`` in
+    float32 anyway, so casting first gives the numbers ``F.mse_loss`` gives,
+    on every torch the course supports.
+    """
+    return F.mse_loss(output.float(), target.float())
 
 
 def reference_grads(model: nn.Module, x, y, loss_fn, device_type: str, dtype: torch.dtype) -> torch.Tensor:
@@ -366,9 +381,9 @@ def run_on_task(
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scaler = torch.amp.GradScaler(device_type, init_scale=init_scale, growth_interval=growth_interval)
     with _one_thread():
-        ref_grads = reference_grads(model, x, y, F.mse_loss, device_type, dtype)
-        ref_loss = reference_loss(model, x, y, F.mse_loss, device_type, dtype)
-        rec = spy_step(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype, *extra, inf_grad=inf_grad)
+        ref_grads = reference_grads(model, x, y, grading_loss, device_type, dtype)
+        ref_loss = reference_loss(model, x, y, grading_loss, device_type, dtype)
+        rec = spy_step(step_fn, model, x, y, grading_loss, optimizer, scaler, device_type, dtype, *extra, inf_grad=inf_grad)
     rec.model, rec.x, rec.y, rec.optimizer, rec.scaler = model, x, y, optimizer, scaler
     rec.reference_grads, rec.reference_loss = ref_grads, ref_loss
     return rec
@@ -389,17 +404,17 @@ def train_on_task(
     """
     model, x, y = grading_task(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    before = reference_loss(model, x, y, F.mse_loss)
+    before = reference_loss(model, x, y, grading_loss)
     with _one_thread():
         for _ in range(steps):
             if step_fn is None or dtype == torch.float32:
-                amp.fp32_step(model, x, y, F.mse_loss, optimizer)
+                amp.fp32_step(model, x, y, grading_loss, optimizer)
                 continue
             optimizer.zero_grad(set_to_none=True)
             scaler = torch.amp.GradScaler(device_type, init_scale=1.0)
             _prime(scaler, x.device)
-            _call_step(step_fn, model, x, y, F.mse_loss, optimizer, scaler, device_type, dtype, *extra)
-    return before, reference_loss(model, x, y, F.mse_loss)
+            _call_step(step_fn, model, x, y, grading_loss, optimizer, scaler, device_type, dtype, *extra)
+    return before, reference_loss(model, x, y, grading_loss)
 
 
 def _name(step_fn: Callable) -> str:
@@ -468,7 +483,7 @@ def _no_pile_up(step_fn: Callable, dtype: torch.dtype, *extra: Any, seed: int = 
     """The same batch twice, learning rate 0 and a scale of 1: the second backward must equal the first."""
     first = _run(step_fn, dtype, *extra, lr=0.0, init_scale=1.0, seed=seed)
     with _one_thread():
-        second = spy_step(step_fn, first.model, first.x, first.y, F.mse_loss, first.optimizer,
+        second = spy_step(step_fn, first.model, first.x, first.y, grading_loss, first.optimizer,
                           torch.amp.GradScaler("cpu", init_scale=1.0), "cpu", dtype, *extra)
     ratio = (second.backward_grads.norm() / first.backward_grads.norm()).item()
     check(abs(ratio - 1) < 0.01,
@@ -527,7 +542,7 @@ def check_update(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None:
              ": call `scaler.update()` exactly once, after `scaler.step(optimizer)`."))
     try:
         with _one_thread():
-            spy_step(step_fn, rec.model, rec.x, rec.y, F.mse_loss, rec.optimizer, rec.scaler, "cpu", dtype)
+            spy_step(step_fn, rec.model, rec.x, rec.y, grading_loss, rec.optimizer, rec.scaler, "cpu", dtype)
     except RuntimeError as err:
         raise CheckFailed(f"a second call with the same scaler raised RuntimeError: {err} "
                           "Call `scaler.update()` once at the end of every step.") from None
@@ -587,7 +602,7 @@ def check_converges(step_fn: Callable, dtype: torch.dtype, steps: int = 50, seed
 
 def _true_norm(dtype: torch.dtype, seed: int) -> float:
     model, x, y = grading_task(seed)
-    return reference_grads(model, x, y, F.mse_loss, "cpu", dtype).norm().item()
+    return reference_grads(model, x, y, grading_loss, "cpu", dtype).norm().item()
 
 
 def check_clips_unscaled(step_fn: Callable, dtype: torch.dtype, scale: float, seed: int = 0) -> None:
