@@ -12,9 +12,11 @@ import nbformat
 import pytest
 
 from course import NOTEBOOKS, ROOT, chapters, load, solution_path
-from helpers.grading.colab import COLAB_TAG, badge_link, badges_block, colab_cells, repository, update
+from helpers.grading.colab import (COLAB_TAG, badge_link, badges_block, colab_cells, colab_requirements,
+                                   repository, update)
 
 ADDRESS, OWNER, REPO = repository(ROOT)
+RUNTIME, FLOOR = colab_requirements(ROOT)
 
 
 def test_the_address_is_one_github_repository_and_a_bad_one_says_what_to_set(tmp_path):
@@ -37,7 +39,7 @@ def test_each_chapter_has_a_badge_that_opens_its_notebook_on_colab():
 
 @pytest.mark.parametrize("chapter", chapters())
 def test_each_chapter_opens_with_the_colab_note_and_cell(chapter):
-    want = colab_cells(ADDRESS)
+    want = colab_cells(ADDRESS, RUNTIME, FLOOR)
     for nb in (load(solution_path(chapter)), load(NOTEBOOKS / chapter / f"{chapter}.ipynb")):
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert COLAB_TAG in code[0].metadata.get("tags", []) and code[0].source == want[1].source
@@ -53,15 +55,24 @@ def _run_colab_cell(on_colab):
     with mock.patch.dict(sys.modules, fake), mock.patch.object(subprocess, "run", lambda *a, **k: calls.append(a)):
         if not on_colab:
             sys.modules.pop("google.colab", None)
-        exec(colab_cells(ADDRESS)[1].source, namespace)
+        exec(colab_cells(ADDRESS, RUNTIME, FLOOR)[1].source, namespace)
     return calls
 
 
 def test_the_colab_cell_does_nothing_off_colab_and_installs_from_the_repository_on_colab(capsys):
     assert _run_colab_cell(on_colab=False) == []
     assert capsys.readouterr().out.strip() == "not on Colab: nothing to install (this environment has the helpers already)"
-    (call,) = _run_colab_cell(on_colab=True)
-    assert call[0][1:] == ["-m", "pip", "install", "--quiet", f"git+{ADDRESS}"] and call[0][0] == sys.executable
+    helpers_call, runtime_call = _run_colab_cell(on_colab=True)
+    assert helpers_call[0] == [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", f"git+{ADDRESS}"]
+    assert runtime_call[0][:4] == [sys.executable, "-m", "pip", "install"] and "matplotlib>=3.7" in runtime_call[0]
+    assert not any(r.startswith(("torch", "jupyterlab", "nbgrader")) for r in runtime_call[0][5:])  # Colab's own stay
+    out = capsys.readouterr().out
+    assert "Colab's torch is" in out
+
+
+def test_the_requirements_left_to_colab_are_torch_and_its_jupyter():
+    assert f'"torch>={FLOOR}"' in (ROOT / "pyproject.toml").read_text() and any(r.startswith("matplotlib") for r in RUNTIME)
+    assert not [r for r in RUNTIME if r.split(">")[0] in ("torch", "jupyterlab", "nbgrader")]
 
 
 def test_a_fork_rewrites_badges_and_cells_from_its_address_once(tmp_path):
@@ -79,5 +90,5 @@ def test_a_fork_rewrites_badges_and_cells_from_its_address_once(tmp_path):
     assert "github/someone/fork/blob/main/notebooks/00_start" in (tmp_path / "README.md").read_text()
     for chapter in chapters():
         cells = [c for c in load(tmp_path / "solutions" / chapter / f"{chapter}.ipynb").cells if COLAB_TAG in c.metadata.get("tags", [])]
-        assert [c.source for c in cells] == [c.source for c in colab_cells(fork)], chapter
+        assert [c.source for c in cells] == [c.source for c in colab_cells(fork, RUNTIME, FLOOR)], chapter
     assert update(tmp_path, chapters()) == []

@@ -7,7 +7,8 @@ A fork sets it to its own address and runs ``python -m helpers colab``, which re
   chapter's badge opens ``notebooks/NN_topic/NN_topic.ipynb`` of that repository's ``main`` on Colab;
 - the Colab cells at the top of every chapter in ``solutions/`` (inserted where missing): a markdown
   note, and a code cell tagged ``colab`` that, on Colab only (``"google.colab" in sys.modules``),
-  pip-installs the helpers from the repository (``pip install "git+<address>"``; pyproject.toml
+  pip-installs the helpers from the repository (``pip install --no-deps "git+<address>"``, then the
+  runtime requirements but torch, JupyterLab and nbgrader, which stay Colab's own; pyproject.toml
   packages ``helpers*``, so nothing else of the repository is needed), and elsewhere does nothing
   and says so in one line, so nbval and grading run it without touching the network;
 
@@ -23,8 +24,8 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["BADGES_BEGIN", "BADGES_END", "COLAB_TAG", "badge_link", "badges_block", "colab_cells", "repository",
-           "update"]
+__all__ = ["BADGES_BEGIN", "BADGES_END", "COLAB_TAG", "badge_link", "badges_block", "colab_cells",
+           "colab_requirements", "repository", "update"]
 
 COLAB_TAG = "colab"
 BADGES_BEGIN, BADGES_END = "<!-- colab-badges -->", "<!-- /colab-badges -->"
@@ -67,23 +68,43 @@ if "google.colab" in sys.modules:
     import subprocess
 
     repository = "{address}"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", f"git+{{repository}}"], check=True)
-    print(f"installed the course's helpers from {{repository}}")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "--no-deps", f"git+{{repository}}"], check=True)  # Colab's torch and Jupyter stay
+    subprocess.run([*pip, {runtime}], check=True)  # what the helpers import
+    import torch
+
+    print(f"installed the course's helpers from {{repository}}; Colab's torch is {{torch.__version__}}")
+    if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < {floor}:
+        print("note: the course is checked on torch {floor_text} and newer; on this older torch some cells may fail")
 else:
     print("not on Colab: nothing to install (this environment has the helpers already)")'''
 
+#: What the Colab cell leaves to Colab: its own torch (a multi-GB reinstall otherwise) and its Jupyter, which
+#: has no nbgrader extension anyway.
+LEFT_TO_COLAB = ("torch", "jupyterlab", "nbgrader")
 
-def colab_cells(address: str) -> list[nbformat.NotebookNode]:
+
+def colab_requirements(root: Path) -> tuple[list[str], str]:
+    """``(the helpers' runtime requirements Colab may lack, the torch floor)`` from pyproject.toml."""
+    deps = tomllib.loads((Path(root) / "pyproject.toml").read_text())["project"]["dependencies"]
+    name = lambda d: re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower()  # noqa: E731
+    floor = next(d.split(">=")[1].split(",")[0] for d in deps if name(d) == "torch")
+    return [d for d in deps if name(d) not in LEFT_TO_COLAB], floor
+
+
+def colab_cells(address: str, runtime: list[str], floor: str) -> list[nbformat.NotebookNode]:
     """The markdown note and the install cell, both tagged ``colab``."""
     meta = {"tags": [COLAB_TAG]}
-    return [nbformat.v4.new_markdown_cell(COLAB_NOTE, metadata=meta),
-            nbformat.v4.new_code_cell(COLAB_CODE.format(address=address), metadata=dict(meta))]
+    major_minor = tuple(int(p) for p in floor.split(".")[:2])
+    code = COLAB_CODE.format(address=address, runtime=", ".join(repr(r) for r in runtime), floor=major_minor,
+                             floor_text=floor)
+    return [nbformat.v4.new_markdown_cell(COLAB_NOTE, metadata=meta), nbformat.v4.new_code_cell(code, metadata=dict(meta))]
 
 
-def _with_colab_cells(nb: nbformat.NotebookNode, address: str) -> bool:
+def _with_colab_cells(nb: nbformat.NotebookNode, fresh: list[nbformat.NotebookNode]) -> bool:
     """Put fresh Colab cells after the title cell (replacing old ones); True when the notebook changed."""
     old = [c for c in nb.cells if COLAB_TAG in c.metadata.get("tags", [])]
-    fresh = colab_cells(address)
+    fresh = [nbformat.from_dict(c) for c in fresh]  # a copy per notebook
     if [(c.cell_type, c.source) for c in old] == [(c.cell_type, c.source) for c in fresh]:
         return False
     for cell, was in zip(fresh, old):
@@ -111,7 +132,7 @@ def update(root: Path, chapters: list[str]) -> list[Path]:
     for chapter in chapters:
         path = root / "solutions" / chapter / f"{chapter}.ipynb"
         nb = nbformat.read(str(path), as_version=4)
-        if _with_colab_cells(nb, address):
+        if _with_colab_cells(nb, colab_cells(address, *colab_requirements(root))):
             nbformat.write(nb, str(path))
             changed.append(path)
     return changed
