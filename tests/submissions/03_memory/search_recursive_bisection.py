@@ -12,7 +12,8 @@ def max_batch_size(step, budget, start=1, limit=65536):
                 step(n)
         except torch.cuda.OutOfMemoryError:
             failed = True
-        gc.collect()
+        if failed:
+            gc.collect()  # only a failed trial leaves a traceback's cycle behind
         return not failed
 
     def bisect(good, bad):
