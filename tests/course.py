@@ -8,7 +8,10 @@ course the same way and a new chapter is picked up without editing a test.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -172,3 +175,20 @@ def run_graded_cells(nb, replacements: dict[str, str] | None = None,
     if "__unknown__" in result.cells:
         raise KeyError(result.cells["__unknown__"].message)
     return result.cells
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process_group(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM the process group a test started (``start_new_session=True``), SIGKILL it if it lingers."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -23,8 +23,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,7 +33,7 @@ import nbformat
 import pytest
 
 from conftest import BROWSER_SKIP_REASON
-from course import ROOT
+from course import ROOT, free_port, stop_process_group
 from shared_machine import LEARNER, set_up, solve
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -79,16 +77,10 @@ def shots(tmp_path):
     return shot
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def lab_server(cwd: Path, env: dict, view: str, log: Path):
     """JupyterLab as `make lab` / `make lab-instructor` start it (that view first on the config path), in ``cwd``."""
-    port = _free_port()
+    port = free_port()
     root = ["--allow-root"] if os.getuid() == 0 else []
     command = [str(Path(sys.executable).parent / "jupyter"), "lab", *root, "--ServerApp.root_dir=.", "--no-browser",
                f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}"]
@@ -100,12 +92,7 @@ def lab_server(cwd: Path, env: dict, view: str, log: Path):
         _wait_for(base, proc, log)
         yield base
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc)
 
 
 def _wait_for(base: str, proc: subprocess.Popen, log: Path):

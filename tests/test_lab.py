@@ -7,9 +7,6 @@ serves the formgrader; then stops it. What the pages show is tests/test_browser.
 """
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -17,16 +14,10 @@ import urllib.request
 
 import pytest
 
-from course import ROOT
+from course import ROOT, free_port, stop_process_group
 from helpers.grading.exchange import DEFAULT_COURSE_ID
 
 TOKEN = "course-test-token"
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url):
@@ -37,7 +28,7 @@ def _get(url):
 
 @pytest.fixture(scope="module", params=["lab", "lab-instructor"])
 def lab(request):
-    port = _free_port()
+    port = free_port()
     args = f"--no-browser --port={port} --ip=127.0.0.1 --IdentityProvider.token={TOKEN}"
     proc = subprocess.Popen(["make", "-s", request.param, f"LAB_ARGS={args}"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -54,11 +45,7 @@ def lab(request):
                 time.sleep(0.5)
         yield request.param, base
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
 
 
 @pytest.mark.slow
