@@ -230,15 +230,22 @@ def report(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
     Every stored column is headed by its device and followed by its provenance line. With nothing stored
     the text says so, and why no number stands in for it.
     """
+    return _text(chapter, keys, mine or {}, mine_label, _runs_for(chapter, keys, mine, root))
+
+
+def _runs_for(chapter: str, keys: list[str], mine: dict[str, Any] | None, root: Path | None) -> list[StoredResults]:
+    """The stored runs of ``chapter``, once every figure asked for is known to be one a run stores."""
     unknown = [k for k in [*keys, *(mine or {})] if k not in FIGURES.get(chapter, {})]
     if chapter not in FIGURES or unknown:
         raise ResultsError(f"chapter {chapter!r} stores no figure {unknown}; see helpers.results.FIGURES")
-    runs = stored(chapter, root)
+    return stored(chapter, root)
+
+
+def _text(chapter: str, keys: list[str], mine: dict[str, Any], mine_label: str, runs: list[StoredResults]) -> str:
     if not runs:
         return (f"No stored GPU result for {chapter}: `make gpu-check` has not been run on a GPU for this copy "
                 "of the course (results/ holds none), so there is no measured figure to show here, and no "
                 "number from a data sheet is shown in its place.")
-    mine = mine or {}
     numbers = [k for k in keys if FIGURES[chapter][k][0] != "text"]
     lines = []
     if numbers:
@@ -257,7 +264,9 @@ def report(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
     return "\n".join(lines).lstrip("\n")
 
 
-def show(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, **kw: Any) -> list[StoredResults]:
+def show(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
+         mine_label: str = "this machine", root: Path | None = None) -> list[StoredResults]:
     """Print :func:`report` and return the stored runs it used (empty when none is stored)."""
-    print(report(chapter, keys, mine, **kw))
-    return stored(chapter, kw.get("root"))
+    runs = _runs_for(chapter, keys, mine, root)
+    print(_text(chapter, keys, mine or {}, mine_label, runs))
+    return runs
