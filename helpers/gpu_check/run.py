@@ -52,6 +52,11 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
     chapter: str | None = None  # a measurement step: its JSON lands in ``<work>/<chapter>.json``
 
+    @property
+    def log_name(self) -> str:
+        """Its log's file name in the logs folder."""
+        return self.name.replace(" ", "_").replace("/", "_") + ".log"
+
     def line(self) -> str:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
         return f"{env + ' ' if env else ''}{shlex.join(self.argv)}"
@@ -145,7 +150,7 @@ def junit_outcomes(path: Path) -> dict[str, str]:
 def run_step(step: Step, logs: Path, env: dict[str, str], deadline: float) -> tuple[bool, str]:
     """Run one step with its limit (cut to what the budget has left); its output goes to ``logs``."""
     limit = max(1, min(step.timeout_s, int(deadline - time.monotonic())))
-    log = logs / (step.name.replace(" ", "_").replace("/", "_") + ".log")
+    log = logs / step.log_name
     try:
         with log.open("w") as out:
             done = subprocess.run(step.argv, cwd=ROOT, env={**env, **step.env}, stdout=out, stderr=subprocess.STDOUT,
@@ -220,8 +225,7 @@ def execute(steps: list[Step], work: Path, out: Path, logs: Path, command: str) 
         print(f"{'ok' if ok else 'FAILED (' + why + ')'} in {time.monotonic() - start:.0f} s", flush=True)
         if not ok:
             failed.append(step.name)
-            log = logs / (step.name.replace(" ", "_").replace("/", "_") + ".log")
-            print("      " + "\n      ".join(log.read_text().splitlines()[-15:]), flush=True)
+            print("      " + "\n      ".join((logs / step.log_name).read_text().splitlines()[-15:]), flush=True)
     written = write_results(work, out, provenance(command), logs)
     print(f"wrote {len(written)} results files under {out}/{written[0].parent.name}/" if written else "wrote nothing")
     if failed:
