@@ -3,23 +3,18 @@
 #   make test   set up what is missing, then run every test
 # The virtual environment is built once and rebuilt when pyproject.toml changes.
 
-PYTHON ?= python3
-VENV ?= .venv
-PY := $(VENV)/bin/python
-# torch is installed before the project so pip never pulls a build you did not choose.
-# On Linux with an NVIDIA GPU this is the CUDA build; on these CI machines the CPU build.
-# Override for another build, e.g.  make TORCH_SPEC="torch --index-url <your CUDA wheel index>"
-TORCH_SPEC ?= torch==2.13.0
-STAMP := $(VENV)/.installed
-export PATH := $(abspath $(VENV))/bin:$(PATH)
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
-LAB_ARGS ?=
-PYTEST_ARGS ?=
+# The learner's targets (setup, lab, env, bench, clean-venv) live in learner.mk, which the student edition
+# ships as its own Makefile; this file adds the instructor's and maintainer's targets.
+EXTRAS := [test]
+.DEFAULT_GOAL := help
+include learner.mk
+
 ASSIGNMENT ?=
 STUDENT ?=
 OUT ?=
+PYTEST_ARGS ?=
 
-.PHONY: help setup lab lab-instructor test test-fast test-torch-floor release grade feedback export handout env bench gpu-wheelhouse gpu-check clean-venv
+.PHONY: help lab-instructor test test-fast test-torch-floor release grade feedback export handout gpu-wheelhouse gpu-check
 
 help:
 	@echo "make lab       open the course in JupyterLab, learner view (sets up .venv first if needed)"
@@ -36,25 +31,8 @@ help:
 	@echo "make gpu-wheelhouse  wheels a GPU machine without an index needs for gpu-check (into .whl)"
 	@echo "make gpu-check       on a CUDA machine: every chapter, gpu tests and measurements; results/<gpu>/ [GPU_ARGS=--dry-run]"
 
-setup: $(STAMP)
-
-$(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[test]"
-	@touch $(STAMP)
-
-# Two views of the course, each a Jupyter config folder put first on the config path (README):
-# the learner's (the Assignments list and Validate) and the instructor's (also Create Assignment and the
-# formgrader). Neither asks to fetch Jupyter news. The server runs from the course folder, so nbgrader
-# reads nbgrader_config.py (the course id and the exchange) from here.
-LEARNER_VIEW := $(abspath .jupyter/learner)
+# the instructor's view: the learner's, plus Create Assignment and the formgrader (README)
 INSTRUCTOR_VIEW := $(abspath .jupyter/instructor)
-JUPYTER_LAB = $(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) notebooks/00_start/00_start.ipynb
-
-lab: $(STAMP)
-	JUPYTER_CONFIG_PATH="$(LEARNER_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
 
 lab-instructor: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(INSTRUCTOR_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
@@ -84,29 +62,23 @@ $(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(STAMP)
 test-torch-floor: $(FLOOR_STAMP)
 	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest $(FLOOR_PYTEST) $(PYTEST_ARGS)
 
-env: $(STAMP)
-	$(PY) -m helpers env
-
 release: $(STAMP)
-	$(PY) -m helpers release
+	$(PY) -m course_tools release
 
 # quoted, so STUDENT="pat smith" stays one argument
 grade: $(STAMP)
-	$(PY) -m helpers grade $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(STUDENT),--student "$(STUDENT)")
+	$(PY) -m course_tools grade $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(STUDENT),--student "$(STUDENT)")
 
 feedback: $(STAMP)
-	$(PY) -m helpers feedback $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(STUDENT),--student "$(STUDENT)")
+	$(PY) -m course_tools feedback $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(STUDENT),--student "$(STUDENT)")
 
 export: $(STAMP)
-	$(PY) -m helpers export
+	$(PY) -m course_tools export
 
 # quoted, so OUT="my folder" stays one argument
 handout: $(STAMP)
 	@test -n "$(OUT)" || { echo "usage: make handout OUT=<folder>   (writes <folder> and <folder>.zip beside it)"; exit 2; }
-	$(PY) -m helpers handout --out "$(OUT)"
-
-bench: $(STAMP)
-	$(PY) -m helpers bench
+	$(PY) -m course_tools handout --out "$(OUT)"
 
 # The GPU check runs on a GPU machine, over that machine's own torch (GPU_PYTHON), not in .venv:
 # `make gpu-wheelhouse` here, carry .whl there, then `make gpu-check` there. GPU_ARGS=--dry-run lists the steps.
@@ -115,10 +87,7 @@ GPU_PYTHON ?= $(if $(wildcard $(PY)),$(PY),python3)
 GPU_ARGS ?=
 
 gpu-wheelhouse: $(STAMP)
-	$(PY) -m helpers gpu-wheelhouse --dest "$(WHEELHOUSE)"
+	$(PY) -m course_tools gpu-wheelhouse --dest "$(WHEELHOUSE)"
 
 gpu-check:
-	GPU_CHECK_COMMAND="make gpu-check" $(GPU_PYTHON) -m helpers gpu-check --wheelhouse "$(WHEELHOUSE)" $(GPU_ARGS)
-
-clean-venv:
-	rm -rf $(VENV)
+	GPU_CHECK_COMMAND="make gpu-check" $(GPU_PYTHON) -m course_tools gpu-check --wheelhouse "$(WHEELHOUSE)" $(GPU_ARGS)

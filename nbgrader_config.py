@@ -10,16 +10,16 @@ c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this 
 
 # nbgrader's gradebook runs the `alembic` command by name: without this, any nbgrader
 # command started as .venv/bin/nbgrader (venv not activated) fails on a new gradebook.
-from helpers.grading import ensure_tools_on_path  # noqa: E402
+from course_tools.grading import ensure_tools_on_path  # noqa: E402
 
 ensure_tools_on_path()
 
 # The exchange (release_assignment -> fetch_assignment -> submit -> collect, and JupyterLab's Assignments tab):
-# course id and exchange root, overridable with COURSE_ID and COURSE_EXCHANGE (helpers/grading/exchange.py).
+# course id and exchange root, overridable with COURSE_ID and COURSE_EXCHANGE (course_tools/grading/exchange.py).
 # Without COURSE_EXCHANGE the exchange is exchange/ in this folder; a shared machine sets its own (INSTRUCTORS.md).
 import os  # noqa: E402
 
-from helpers.grading.exchange import exchange_settings  # noqa: E402
+from course_tools.grading.exchange import exchange_settings  # noqa: E402
 
 c.CourseDirectory.course_id, _exchange_root = exchange_settings(os.path.dirname(os.path.abspath(__file__)))
 c.Exchange.root = str(_exchange_root)
@@ -34,27 +34,27 @@ c.OverwriteCells.add_missing_cells = True
 # One cell may not stall a whole class: seconds per cell, and fewer per grade cell (the chapters' checks
 # take under 0.5 s on a CPU), so an answer that loops forever, called by every check of a chapter, costs
 # at most (grade cells) x 15 s; a cell that ignores the interrupt or kills the kernel is skipped and the
-# rest graded (helpers/grading/execute.py).
+# rest graded (course_tools/grading/execute.py).
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 
 # Heavy demonstrations do not count towards any grade; skip them while grading.
-from helpers.grading.preprocessors import SkipDemoCells  # noqa: E402
+from course_tools.grading.preprocessors import SkipDemoCells  # noqa: E402
 from nbgrader.converters.autograde import Autograde  # noqa: E402
 
 c.Autograde.sanitize_preprocessors = Autograde.class_traits()["sanitize_preprocessors"].default() + [SkipDemoCells]
 
-# Caps on every submission (helpers/grading/limits.py): kernel memory (RLIMIT_DATA) and
+# Caps on every submission (course_tools/grading/limits.py): kernel memory (RLIMIT_DATA) and
 # output per cell, applied while the notebook runs; the whole submission's wall-clock time,
-# enforced by `python -m helpers grade`, which runs each submission in its own process.
-from helpers.grading.execute import LimitedExecute  # noqa: E402
+# enforced by `python -m course_tools grade`, which runs each submission in its own process.
+from course_tools.grading.execute import LimitedExecute  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 c.GradingLimits.notebook_timeout = 900
 c.GradingLimits.grade_cell_timeout = 15
-# Learner code runs in a bubblewrap sandbox (helpers/grading/sandbox.py): no course files, no network,
+# Learner code runs in a bubblewrap sandbox (course_tools/grading/sandbox.py): no course files, no network,
 # writes only in its scratch folder. Without bubblewrap grading stops; only for trusted submissions:
-# c.GradingLimits.sandbox = False   (or `python -m helpers grade --no-sandbox`)
+# c.GradingLimits.sandbox = False   (or `python -m course_tools grade --no-sandbox`)
 c.GradingLimits.sandbox = True
 # Feedback shows each check's message, cut at this many characters.
 c.GradingLimits.feedback_message_chars = 300
@@ -66,7 +66,7 @@ c.Autograde.autograde_preprocessors = [
 
 # Feedback shows no hidden test: neither its source, nor its text through a traceback, nor anything a
 # learner's code printed (it can print the check's source); a check's message only, capped.
-from helpers.grading.preprocessors import FeedbackOutputs  # noqa: E402
+from course_tools.grading.preprocessors import FeedbackOutputs  # noqa: E402
 from nbgrader.converters.generate_feedback import GenerateFeedback  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests  # noqa: E402
 

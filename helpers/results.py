@@ -7,7 +7,7 @@ stored beside it (``results/<gpu>/<chapter>.json``). Nothing here makes a number
 file a chapter says so and shows nothing in its place.
 
 :data:`FIGURES` is the one list of what may be stored and shown, chapter by chapter: ``make gpu-check``
-writes exactly these keys (``helpers.gpu_check.measure``), and :func:`show` refuses any other, so a
+writes exactly these keys (``course_tools.gpu_check.measure``), and :func:`show` refuses any other, so a
 chapter cannot display a figure that no run produces. Ground floor: no torch, no other helper but
 ``units``.
 """

@@ -50,7 +50,7 @@ def _on_alarm(signum, frame):
 
 
 def _attributes() -> dict[tuple[str, str], object]:
-    """Every watched attribute, and the code object of every function in helpers (the tripwire swaps them)."""
+    """Every watched attribute, and every function of every loaded helpers module."""
     found: dict[tuple[str, str], object] = {}
     for name in WATCHED_MODULES:
         module = sys.modules.get(name)
@@ -69,9 +69,6 @@ def _attributes() -> dict[tuple[str, str], object]:
             for attr, value in list(vars(module).items()):
                 if callable(value) and not attr.startswith("__"):
                     found[(name, attr)] = value
-                    code = getattr(value, "__code__", None)
-                    if code is not None:
-                        found[(name, attr + ".__code__")] = code
     return found
 
 
@@ -100,10 +97,6 @@ def _restore_settings(before: dict[str, object]) -> None:
 
 def _restore_attribute(key: tuple[str, str], value: object) -> None:
     owner_name, attr = key
-    if attr.endswith(".__code__"):
-        fn = getattr(sys.modules[owner_name], attr[: -len(".__code__")])
-        fn.__code__ = value
-        return
     if owner_name in sys.modules:
         owner = sys.modules[owner_name]
     else:

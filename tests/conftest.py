@@ -7,7 +7,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from helpers.grading import ensure_tools_on_path  # noqa: E402
+from course_tools.grading import ensure_tools_on_path  # noqa: E402
 
 ensure_tools_on_path()  # nbgrader runs `alembic` by name
 
@@ -69,7 +69,7 @@ def released_course(tmp_path_factory):
     import shutil
 
     from course import ROOT
-    from helpers.grading.release import generate_release
+    from course_tools.grading.release import generate_release
 
     course = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")

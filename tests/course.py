@@ -20,6 +20,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_tools.paths import assignments
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -28,9 +30,7 @@ SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
 
 def chapters() -> list[str]:
-    """Assignment names, e.g. ``["00_start", "02_devices"]``, in course order (the release's own rule)."""
-    from helpers.grading.release import assignments  # here, not at the top: the GPU check's
-    # machine has no nbgrader, and its gpu tests import this module
+    """Assignment names, e.g. ``["00_start", "02_devices"]``, in course order (course_tools.paths, the tooling's rule)."""
     return assignments(ROOT)
 
 
@@ -121,7 +121,7 @@ WORKER_TIMEOUT_S = 900
 
 def _job_cells(nb) -> list[dict]:
     """The non-demo code cells, as nbgrader runs them while grading (demo cells are blanked there)."""
-    from helpers.grading.preprocessors import is_demo_cell  # imports nbgrader: see chapters()
+    from course_tools.grading.preprocessors import is_demo_cell  # imports nbgrader: see chapters()
 
     return [{"source": cell.source, "grade_id": nbgrader_meta(cell).get("grade_id", ""),
              "grade": bool(nbgrader_meta(cell).get("grade")), "solution": bool(nbgrader_meta(cell).get("solution"))}

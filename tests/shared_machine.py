@@ -93,7 +93,7 @@ def set_up(tmp: Path, chapter: str = "02_devices") -> SharedMachine:
     (machine.course / "solutions" / chapter).mkdir()
     (machine.course / "solutions" / chapter / f"{chapter}.ipynb").write_bytes(solution_path(chapter).read_bytes())
     (machine.learner_home / ".jupyter" / "nbgrader_config.py").write_text(learner_config(machine.exchange))
-    machine.instructor("helpers", "release", chapter, "--course", str(machine.course))
+    machine.instructor("course_tools", "release", chapter, "--course", str(machine.course))
     machine.instructor("nbgrader", "db", "student", "add", LEARNER)
     machine.instructor("nbgrader", "release_assignment", chapter)
     return machine

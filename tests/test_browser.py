@@ -7,7 +7,7 @@ On the scratch shared machine of tests/shared_machine.py (02_devices released to
 2. Assignments tab: Fetch 02_devices; the learner's answers are written into the fetched notebook (as
    typing them would); the notebook is opened from the list, run (Run All Cells, on the CPU:
    COURSE_DEVICE=cpu), saved; Validate says every test passes; Submit from the Assignments tab;
-3. the instructor collects and grades (`nbgrader collect`, `python -m helpers grade`), opens the
+3. the instructor collects and grades (`nbgrader collect`, `python -m course_tools grade`), opens the
    instructor view (.jupyter/instructor: Create Assignment and Formgrader are there) and formgrader's
    Manage Students page shows the learner's full score.
 
@@ -165,7 +165,7 @@ def test_learner_fetches_runs_validates_submits_and_the_grade_appears(tmp_path, 
         with lab_server(machine.learner_home, machine.learner_env(), "learner", tmp_path / "learner-lab.log") as base:
             learner_fetches_runs_validates_submits(page, base, machine, shots)
         machine.instructor("nbgrader", "collect", machine.chapter)
-        machine.instructor("helpers", "grade", "--assignment", machine.chapter, "--no-progress")
+        machine.instructor("course_tools", "grade", "--assignment", machine.chapter, "--no-progress")
         with lab_server(machine.course, machine.instructor_env(), "instructor", tmp_path / "instructor-lab.log") as base:
             instructor_sees_the_grade(page, base, machine, shots)
     except BaseException:

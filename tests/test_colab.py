@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from course import NOTEBOOKS, ROOT, chapters, load, solution_path
-from helpers.grading.colab import (COLAB_TAG, badge_link, badges_block, colab_cells, colab_requirements,
+from course_tools.colab import (COLAB_TAG, badge_link, badges_block, colab_cells, colab_requirements,
                                    repository, update)
 
 ADDRESS, OWNER, REPO = repository(ROOT)
@@ -34,7 +34,7 @@ def test_each_chapter_has_a_badge_that_opens_its_notebook_on_colab():
         assert badge_link(OWNER, REPO, chapter) == want and links.count(want) == 1, chapter
         assert (NOTEBOOKS / chapter / f"{chapter}.ipynb").is_file()
     assert len(links) == len(chapters())
-    assert badges_block(ROOT, chapters()) in readme, "README's badges differ from the address: run python -m helpers colab"
+    assert badges_block(ROOT, chapters()) in readme, "README's badges differ from the address: run python -m course_tools colab"
 
 
 @pytest.mark.parametrize("chapter", chapters())

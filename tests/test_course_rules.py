@@ -7,7 +7,7 @@ import re
 import pytest
 
 from course import chapters, grade_cells, load, nbgrader_meta, solution_path, solution_ids
-from helpers.grading.preprocessors import is_demo_cell
+from course_tools.grading.preprocessors import is_demo_cell
 
 ALL = {chapter: load(solution_path(chapter)) for chapter in chapters()}
 
@@ -53,7 +53,7 @@ def test_exercises_have_contract_stub_and_checks(chapter):
 
 @pytest.mark.parametrize("chapter", chapters())
 def test_first_code_cell_is_the_common_opening(chapter):
-    """The Colab install cell (tag `colab`, helpers/grading/colab.py) may come before it."""
+    """The Colab install cell (tag `colab`, course_tools/colab.py) may come before it."""
     first = next(c for c in ALL[chapter].cells if c.cell_type == "code" and "colab" not in c.metadata.get("tags", []))
     for needed in ("import torch", "set_seed(", "pick_device("):
         assert needed in first.source, f"{chapter}: the first code cell must contain {needed!r}"

@@ -1,10 +1,10 @@
 """The exchange route for a class on a shared machine or JupyterHub, end to end, with nbgrader's own commands.
 
-The instructor releases 02_devices into the exchange (``python -m helpers release``, then
+The instructor releases 02_devices into the exchange (``python -m course_tools release``, then
 ``nbgrader release_assignment``); the learner, in another home with only the learner config of
 INSTRUCTORS.md, lists, fetches, answers and submits it (``nbgrader list``, ``fetch_assignment``,
 ``submit``); the instructor collects it (``nbgrader collect``) and grades it
-(``python -m helpers grade``): the learner's answers get full marks in the gradebook. The set-up is
+(``python -m course_tools grade``): the learner's answers get full marks in the gradebook. The set-up is
 tests/shared_machine.py. About 20 s.
 """
 
@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from helpers.grading.course import Course
-from helpers.grading.exchange import DEFAULT_COURSE_ID, exchange_settings
+from course_tools.grading.course import Course
+from course_tools.grading.exchange import DEFAULT_COURSE_ID, exchange_settings
 from shared_machine import LEARNER, set_up, solve
 
 
@@ -29,7 +29,7 @@ def test_release_fetch_submit_collect_grade(tmp_path):
 
     machine.instructor("nbgrader", "collect", chapter)
     assert (machine.course / "submitted" / LEARNER / chapter / f"{chapter}.ipynb").is_file()
-    table = machine.instructor("helpers", "grade", "--assignment", chapter, "--no-progress")
+    table = machine.instructor("course_tools", "grade", "--assignment", chapter, "--no-progress")
     with Course(machine.course).gradebook() as gb:
         score = gb.find_submission(chapter, LEARNER).score
     assert score == machine.max_score() > 0, table

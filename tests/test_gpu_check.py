@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers import results
-from helpers.gpu_check import measure, run, wheelhouse
+from course_tools.gpu_check import measure, run, wheelhouse
 
 ROOT = Path(__file__).resolve().parents[1]
 PROVENANCE = {"device": "Test GPU 9000", "driver": "999.1", "torch": "2.11.0+cu130", "cuda": "13.0",
@@ -133,11 +133,11 @@ def test_cuda_measurements_produce_every_figure(chapter):
 
 def test_a_measurement_runs_in_its_own_process_and_writes_json(tmp_path):
     out = tmp_path / "06.json"
-    done = subprocess.run([sys.executable, "-m", "helpers.gpu_check.measure", "06_multi_gpu", str(out), "cpu"],
+    done = subprocess.run([sys.executable, "-m", "course_tools.gpu_check.measure", "06_multi_gpu", str(out), "cpu"],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text()) == {"figures": {"gpu_count": 0}, "skipped": {}}
-    bad = subprocess.run([sys.executable, "-m", "helpers.gpu_check.measure", "99_nope", str(out)],
+    bad = subprocess.run([sys.executable, "-m", "course_tools.gpu_check.measure", "99_nope", str(out)],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "usage" in bad.stderr
 

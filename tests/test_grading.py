@@ -21,10 +21,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_cases"))
 import matrix  # noqa: E402
 
-from helpers.grading.cli import main as cli  # noqa: E402
-from helpers.grading.course import Course  # noqa: E402
-from helpers.grading.release import generate_release  # noqa: E402
-from helpers.grading.status import tamper_findings  # noqa: E402
+from course_tools.grading.cli import main as cli  # noqa: E402
+from course_tools.grading.course import Course  # noqa: E402
+from course_tools.grading.release import generate_release  # noqa: E402
+from course_tools.grading.status import tamper_findings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,7 +125,7 @@ def test_feedback_shows_code_and_checks_but_no_hidden_test(graded):
 def test_leak_check_ignores_lines_the_learner_was_given(graded):
     """A hidden test that repeats a line of the visible half (every check of 02_devices does) is
     no leak: counting it deleted every page of the chapter. A real hidden line still counts."""
-    from helpers.grading.feedback import hidden_lines, leaked_lines
+    from course_tools.grading.feedback import hidden_lines, leaked_lines
 
     hidden = hidden_lines(graded.course, matrix.ASSIGNMENT)
     assert matrix.SHARED_LINE not in hidden
@@ -154,7 +154,7 @@ def test_regrading_changes_nothing_and_bystander_is_intact(graded, capsys):
 
 
 def test_release_keeps_a_learners_edits(tmp_path):
-    from helpers.grading.release import release
+    from course_tools.grading.release import release
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     first = release(root=tmp_path)
@@ -194,7 +194,7 @@ def test_a_test_changed_after_release_is_not_tampering():
 def test_repo_config_applies_the_caps():
     from traitlets.config.loader import PyFileConfigLoader
 
-    from helpers.grading.execute import LimitedExecute
+    from course_tools.grading.execute import LimitedExecute
 
     cfg = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     assert LimitedExecute in cfg.Autograde.autograde_preprocessors
@@ -206,8 +206,8 @@ def test_whole_submission_cap_stops_the_run_and_its_kernel(tmp_path, monkeypatch
     """A submission past ``notebook_timeout`` is killed with every process under it: timed out, no score."""
     import psutil
 
-    from helpers.grading.grade import grade_one
-    from helpers.grading.limits import GradingLimits
+    from course_tools.grading.grade import grade_one
+    from course_tools.grading.limits import GradingLimits
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     course = Course(tmp_path)
@@ -299,7 +299,7 @@ def test_scores_have_one_source_of_truth_resubmission_and_override(graded):
 def test_grade_cells_get_the_shorter_limit():
     from traitlets.config import Config
 
-    from helpers.grading.execute import LimitedExecute
+    from course_tools.grading.execute import LimitedExecute
 
     cfg = Config()
     cfg.Execute.timeout = 60
@@ -311,7 +311,7 @@ def test_grade_cells_get_the_shorter_limit():
 
 
 def test_without_a_sandbox_grading_stops_unless_the_instructor_opts_out(tmp_path, monkeypatch, capsys):
-    from helpers.grading import sandbox
+    from course_tools.grading import sandbox
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     course = Course(tmp_path)
@@ -331,14 +331,14 @@ def test_without_a_sandbox_grading_stops_unless_the_instructor_opts_out(tmp_path
 
 
 def test_the_sandbox_never_shows_a_course_folder_it_lies_in(tmp_path):
-    from helpers.grading.sandbox import exposed_course_paths
+    from course_tools.grading.sandbox import exposed_course_paths
 
     assert exposed_course_paths(tmp_path / "course", [tmp_path, Path("/usr")]) == [str(tmp_path)]
     assert exposed_course_paths(tmp_path, [tmp_path / ".venv"]) == []
 
 
 def test_the_sandbox_mounts_no_course_folder_and_passes_no_secret(tmp_path, monkeypatch):
-    from helpers.grading.sandbox import bwrap_command
+    from course_tools.grading.sandbox import bwrap_command
 
     monkeypatch.setenv("GRADER_TOKEN", "s3cret")
     cmd = bwrap_command(["python", "-m", "ipykernel_launcher"], tmp_path / "scratch", ROOT,
@@ -358,7 +358,7 @@ def _edit_source(root: Path, change) -> None:
 
 def test_rerelease_after_a_test_fix_has_a_supported_path(tmp_path, capsys):
     """Points changed, then a check added, after grading: never a traceback, never a half-changed gradebook."""
-    from helpers.grading.release import release
+    from course_tools.grading.release import release
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     release(root=tmp_path)
@@ -370,7 +370,7 @@ def test_rerelease_after_a_test_fix_has_a_supported_path(tmp_path, capsys):
 
     _edit_source(tmp_path, lambda nb: matrix._cell(nb, "total-check").metadata.nbgrader.update(points=4))
     assert cli(["release", "--course", str(tmp_path)]) == 0  # a second release, notebooks/ not committed: fine
-    assert "run `python -m helpers grade --assignment 01_tiny`" in capsys.readouterr().out
+    assert "run `python -m course_tools grade --assignment 01_tiny`" in capsys.readouterr().out
     with course.gradebook() as gb:
         assert gb.find_assignment(matrix.ASSIGNMENT).max_score == 5
 
@@ -390,7 +390,7 @@ def test_rerelease_after_a_test_fix_has_a_supported_path(tmp_path, capsys):
 
 
 def test_a_points_change_by_the_instructor_is_not_tampering():
-    from helpers.grading.status import Evidence, classify
+    from course_tools.grading.status import Evidence, classify
 
     log = "[AutogradeApp | WARNING] Attribute 'points' for cell total-check has changed! (should be: 4.0, got: 2.0)"
     got = classify("alice", matrix.ASSIGNMENT, Evidence(exit_code=0, log=log, score=5.0, max_score=5.0))

@@ -5,6 +5,7 @@ then one chapter's opening cell and one grade cell run from outside the reposito
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,8 +16,8 @@ import nbformat
 import pytest
 
 from course import ROOT, chapters, load, nbgrader_meta, solution_path
-from helpers.grading.handout import FORBIDDEN, INSTRUCTOR_ONLY, HandoutError, build, forbidden_paths
-from helpers.grading.hidden import HIDDEN_RE, SOLUTION_RE, block_lines, scan, secret_lines
+from course_tools.handout import FILES, FORBIDDEN, HandoutError, build, forbidden_paths
+from course_tools.grading.hidden import HIDDEN_RE, SOLUTION_RE, block_lines, scan, secret_lines
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +29,15 @@ def test_the_edition_holds_the_notebooks_the_checks_and_its_own_setup(edition):
     folder = edition.folder
     for chapter in chapters():
         assert (folder / "notebooks" / chapter / f"{chapter}.ipynb").is_file(), chapter
-    assert (folder / "helpers" / "checks" / "core.py").is_file() and (folder / "helpers" / "device.py").is_file()
-    for tooling in INSTRUCTOR_ONLY:
-        assert (ROOT / "helpers" / tooling).is_dir() and not (folder / "helpers" / tooling).exists(), tooling
+    shipped = {p.relative_to(folder / "helpers") for p in (folder / "helpers").rglob("*.py")}
+    assert shipped == {p.relative_to(ROOT / "helpers") for p in (ROOT / "helpers").rglob("*.py")}, "helpers/ ships whole"
+    assert not (folder / "course_tools").exists()
     if (ROOT / "results").is_dir():
         assert sorted(p.name for p in (folder / "results").rglob("*")) == sorted(p.name for p in (ROOT / "results").rglob("*"))
     readme = (folder / "README.md").read_text()
     assert "make lab" in readme and "make env" in readme and "00_start" in readme
     makefile = (folder / "Makefile").read_text()
-    assert "lab: $(STAMP)" in makefile and "pip install --quiet ." in makefile and "notebooks/00_start/00_start.ipynb" in makefile
+    assert makefile == (ROOT / "learner.mk").read_text() and "notebooks/00_start/00_start.ipynb" in makefile
     with zipfile.ZipFile(edition.archive) as z:
         zipped = sorted(n.split("/", 1)[1] for n in z.namelist())
     assert zipped == sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
@@ -49,7 +50,8 @@ def test_make_lab_there_opens_the_learner_view_without_the_assignments_list(edit
     for plugin in ("create-assignment", "formgrader", "course-list", "assignment-list"):
         assert page[f"@jupyter/nbgrader:{plugin}"] is True, plugin  # no exchange there: learners hand in via the LMS
     assert page["@jupyterlab/apputils-extension:announcements"] is True
-    assert 'JUPYTER_CONFIG_PATH="$(abspath .jupyter/learner)' in (edition.folder / "Makefile").read_text()
+    makefile = (edition.folder / "Makefile").read_text()
+    assert 'LEARNER_VIEW := $(abspath .jupyter/learner)' in makefile and 'JUPYTER_CONFIG_PATH="$(LEARNER_VIEW)' in makefile
 
 
 def test_nothing_instructor_only_ships(edition):
@@ -89,8 +91,9 @@ def test_the_scan_finds_a_planted_hidden_line_in_a_notebook_and_in_the_zip(editi
 
 def _tiny_course(root, notebook_line):
     """A course of one chapter whose released notebook holds ``notebook_line``."""
-    for name in ("pyproject.toml", "Makefile", "README.md"):
-        shutil.copy(ROOT / name, root / name)
+    for source, _ in FILES:
+        (root / source).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / source, root / source)
     (root / "helpers").mkdir()
     (root / "helpers" / "__init__.py").write_text("")
     for folder, source in (("solutions", "x = 1\n### BEGIN HIDDEN TESTS\ncheck_answer(x, expected=42)\n"
@@ -133,22 +136,29 @@ def test_the_secret_rule_skips_short_lines_and_lines_every_learner_is_given():
     assert secrets & answers, "answer lines are searched for too"
 
 
-def test_its_pyproject_and_makefile_are_generated_from_ours(edition):
-    ours = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    theirs = tomllib.loads((edition.folder / "pyproject.toml").read_text())
-    for key in ("name", "version", "dependencies", "requires-python"):
-        assert theirs["project"][key] == ours["project"][key], key
-    assert theirs["build-system"] == ours["build-system"]
-    assert theirs["tool"]["setuptools"]["packages"] == ours["tool"]["setuptools"]["packages"]
-    assert "optional-dependencies" not in theirs["project"] and "pytest" not in theirs.get("tool", {})
-    spec = lambda text: [ln for ln in text.splitlines() if ln.startswith("TORCH_SPEC ?=")]  # noqa: E731
-    assert spec((edition.folder / "Makefile").read_text()) == spec((ROOT / "Makefile").read_text()) != []
+def test_its_setup_files_are_the_repositorys_own(edition):
+    """Nothing is generated: pyproject.toml ships unchanged, learner.mk is its Makefile, edition/ its README."""
+    for source, name in FILES:
+        assert (edition.folder / name).read_bytes() == (ROOT / source).read_bytes(), name
+    project = tomllib.loads((edition.folder / "pyproject.toml").read_text())["project"]
+    assert "scripts" not in project, "a console script would point into course_tools/, which the edition lacks"
+
+
+def _chapter_table(readme: str) -> str:
+    return re.search(r"^## The chapters\n.*?(?=^## |\Z)", readme, flags=re.S | re.M).group(0).strip()
+
+
+def test_the_editions_readme_lists_the_chapters_the_courses_readme_lists():
+    """edition/README.md is written by hand for a learner without the repository; its chapter table must be the
+    course README's, word for word (edit both together)."""
+    assert _chapter_table((ROOT / "edition" / "README.md").read_text()) == _chapter_table((ROOT / "README.md").read_text())
 
 
 @pytest.mark.slow
 def test_the_edition_installs_and_a_chapter_runs_outside_the_repository(edition, tmp_path):
     """pip installs helpers from the zip (non-editable, into a bare folder); 00_start's opening cell, the
-    reference answer and a released grade cell run there; an instructor command says where it lives."""
+    reference answer and a released grade cell run there; every helpers module imports there; asked for an
+    instructor command, `python -m helpers` says it is `python -m course_tools`, in the full repository."""
     site, work = tmp_path / "site", tmp_path / "work"
     work.mkdir()
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
@@ -160,20 +170,18 @@ def test_the_edition_installs_and_a_chapter_runs_outside_the_repository(edition,
     grade = next(c.source for c in cells if nbgrader_meta(c).get("grade"))
     script = work / "run.py"
     script.write_text(
-        "import helpers, importlib.util\n"
+        "import helpers, importlib, importlib.util, pkgutil\n"
         f"assert helpers.__file__.startswith({str(site)!r}), helpers.__file__\n"
-        "assert importlib.util.find_spec('helpers.grading') is None\n"
-        "assert importlib.util.find_spec('helpers.gpu_check') is None\n"
+        "assert importlib.util.find_spec('course_tools') is None\n"
+        "for m in pkgutil.walk_packages(helpers.__path__, 'helpers.'):\n"
+        "    importlib.import_module(m.name)  # every module imports with only what the edition ships\n"
         + "".join(f"exec({source!r})\n" for source in [*opening, answer, grade]))
     # -S: no .pth files, so not the editable install of this repository that the venv holds (its finder would
-    # find helpers.grading here); the venv's packages by path instead. A learner's machine has no such finder.
+    # find course_tools here); the venv's packages by path instead. A learner's machine has no such finder.
     packages = next(p for p in sys.path if p.endswith("site-packages"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), packages]), "MPLBACKEND": "Agg"}
     run = subprocess.run([sys.executable, "-S", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "all checks passed" in run.stdout, run.stdout + run.stderr
     grading = subprocess.run([sys.executable, "-S", "-m", "helpers", "grade"], cwd=work, env=env, capture_output=True,
                              text=True, timeout=60)
-    assert grading.returncode == 2 and "full course repository" in grading.stderr, grading.stdout + grading.stderr
-    gpu = subprocess.run([sys.executable, "-S", "-m", "helpers", "gpu-check"], cwd=work, env=env, capture_output=True,
-                         text=True, timeout=60)
-    assert gpu.returncode == 2 and "full course repository" in gpu.stderr, gpu.stdout + gpu.stderr
+    assert grading.returncode == 2 and "python -m course_tools" in grading.stdout, grading.stdout + grading.stderr

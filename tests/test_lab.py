@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from course import ROOT, free_port, stop_process_group
-from helpers.grading.exchange import DEFAULT_COURSE_ID
+from course_tools.grading.exchange import DEFAULT_COURSE_ID
 
 TOKEN = "course-test-token"
 

@@ -2,7 +2,7 @@
 
 the student edition's notebook -> each learner's work as the LMS hands it back (one download, holding a
 file per learner named `<id>_<notebook>` or an archive per learner) -> `nbgrader zip_collect` with the
-course's `FileNameCollectorPlugin.named_regexp` -> `python -m helpers grade` -> scores. One chapter
+course's `FileNameCollectorPlugin.named_regexp` -> `python -m course_tools grade` -> scores. One chapter
 (00_start), two learners: about 15 s. The name rule itself is checked in-process, in many shapes.
 """
 
@@ -19,8 +19,8 @@ import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from course import ROOT, grade_cells, load, nbgrader_meta, solution_path
-from helpers.grading.course import Course
-from helpers.grading.handout import build
+from course_tools.grading.course import Course
+from course_tools.handout import build
 
 REGEXP = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().FileNameCollectorPlugin.named_regexp
 EXTRACTED = "/course/downloaded/02_devices/extracted/"
@@ -82,7 +82,7 @@ def test_handed_back_zips_are_collected_by_nbgrader_and_graded(released_course, 
     assert collected.returncode == 0, collected.stdout + collected.stderr
     for student in ("pat_smith", "lee_wong"):
         assert (course / "submitted" / student / "00_start" / "00_start.ipynb").is_file(), collected.stderr
-    graded = run("helpers", "grade", "--assignment", "00_start", "--no-progress")
+    graded = run("course_tools", "grade", "--assignment", "00_start", "--no-progress")
     assert graded.returncode == 0, graded.stdout + graded.stderr
     full = sum(grade_cells(load(solution_path("00_start"))).values())
     assert re.search(rf"pat_smith +{full}/{full} graded", graded.stdout), graded.stdout

@@ -85,8 +85,8 @@ def test_ci_runs_the_readme_test_command():
 
 @pytest.mark.slow
 def test_a_non_editable_install_has_every_subpackage_and_grades(released_course, tmp_path):
-    """A wheel (Colab, a course server) must carry helpers.checks and helpers.grading: nbgrader_config.py
-    and `python -m helpers grade` import them. Built, installed into a bare folder, used from outside the repo."""
+    """A wheel (Colab, a course server) must carry helpers.checks and course_tools.grading: nbgrader_config.py
+    and `python -m course_tools grade` import them. Built, installed into a bare folder, used from outside the repo."""
     wheels, site, course = tmp_path / "wheels", tmp_path / "site", tmp_path / "course"
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                             "-w", str(wheels), str(ROOT)], capture_output=True, text=True, timeout=300)
@@ -109,12 +109,12 @@ def test_a_non_editable_install_has_every_subpackage_and_grades(released_course,
     def run(*args):
         return subprocess.run([sys.executable, *args], cwd=course, env=env, capture_output=True, text=True, timeout=600)
 
-    where = run("-c", "import helpers, helpers.checks.core, helpers.grading.cli; print(helpers.__file__)")
+    where = run("-c", "import helpers, helpers.checks.core, course_tools.grading.cli; print(helpers.__file__)")
     assert where.returncode == 0 and where.stdout.strip().startswith(str(site)), where.stdout + where.stderr
-    assert run("-m", "helpers", "grade", "--help").returncode == 0
+    assert run("-m", "course_tools", "grade", "--help").returncode == 0
     assert run("-m", "nbgrader", "db", "student", "add", "alice").returncode == 0
     # --no-sandbox: the sandbox lets the kernel read the venv, not this test's scratch install folder
-    graded = run("-m", "helpers", "grade", "--assignment", "00_start", "--no-progress", "--no-sandbox")
+    graded = run("-m", "course_tools", "grade", "--assignment", "00_start", "--no-progress", "--no-sandbox")
     assert graded.returncode == 0, graded.stdout + graded.stderr
     full = sum(grade_cells(load(solution_path("00_start"))).values())
     assert re.search(rf"alice +{full}/{full} graded", graded.stdout), graded.stdout

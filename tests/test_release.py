@@ -7,7 +7,7 @@ from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, Execute
 from nbgrader.validator import Validator
 
 from course import NOTEBOOKS, chapters, grade_cells, load
-from helpers.grading.preprocessors import SkipDemoCells
+from course_tools.grading.preprocessors import SkipDemoCells
 
 
 def _files(folder):

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from helpers.checks.delegation import forbid_course_versions
+from helpers.checks.failure import CheckFailed
 from helpers.device import explain_device_error
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -38,10 +40,6 @@ __all__ = [
     "passed",
     "solved",
 ]
-
-
-class CheckFailed(AssertionError):
-    """A check under an exercise failed; the message tells the learner what to fix."""
 
 
 def _fail(what: str, got: Any, expected: Any, hint: str) -> None:
@@ -203,11 +201,9 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     (:mod:`helpers.checks.delegation`): calling it fails the check. Warnings and
     log records become notes on stdout (:func:`warnings_as_notes`).
     """
-    from helpers.checks.delegation import forbid_course_versions
-
     name = getattr(fn, "__name__", repr(fn))
     try:
-        with warnings_as_notes(), forbid_course_versions(name):
+        with warnings_as_notes(), forbid_course_versions(name, namespaces=[getattr(fn, "__globals__", {})]):
             return fn(*args, **kwargs)
     except NotImplementedError as err:
         if err.args:  # torch raises NotImplementedError("...") for real errors; the stub raises it bare

@@ -5,20 +5,26 @@ write (``helpers.device.to_device`` *is* a nested-batch mover). Using them is
 right from the chapter after; inside the exercise it earns nothing. While a
 check calls a learner's function (through :func:`helpers.checks.solved`), the
 course functions listed for that exercise in :data:`COURSE_VERSIONS` are
-replaced by a tripwire, however the learner reached them (a module
-attribute, a ``from`` import, an alias, a partial): the function's code object
-is swapped, so every reference to it trips. Delegating to torch or the
+replaced by a tripwire through the one patching utility
+(:func:`helpers.checks.patching.patched`): on their module, and wherever a name
+is bound to them in a loaded ``helpers`` module or in the learner's globals (a
+``from`` import, an alias). A call through the module attribute while the
+learner's code runs (``dev.to_device``, a ``functools.partial`` made then)
+trips too. Every binding is put back on exit. Delegating to torch or the
 standard library is fine and is never listed here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from helpers.checks.core import CheckFailed
+from helpers.checks.failure import CheckFailed
+from helpers.checks.patching import Change, patched
 
 __all__ = ["COURSE_VERSIONS", "CourseVersionCalled", "forbid_course_versions"]
 
@@ -51,67 +57,66 @@ class CourseVersionCalled(CheckFailed):
     """The learner's function called the course's own implementation of the exercise."""
 
 
-_tripped: list[str] = []
-_active: dict[str, tuple[str, str]] = {}  # code name -> (target, when)
-
-
-def _tripwire(*args: Any, **kwargs: Any) -> Any:
-    import helpers.checks.delegation as here  # resolved in the swapped function's own globals
-
-    raise here.tripped()
-
-
-def tripped() -> CourseVersionCalled:
-    """Record that a listed course function was called, and build the error it raises."""
-    import sys
-
-    code = sys._getframe(1).f_code  # the swapped function's frame: its name is the target's
-    target, when = _active.get(code.co_qualname if hasattr(code, "co_qualname") else code.co_name,
-                               ("a course helper", ""))
-    _tripped.append(target)
-    return CourseVersionCalled(message(target, when))
-
-
 def message(target: str, when: str) -> str:
     name = target.replace(":", ".")
     return (f"write it yourself: `{name}` is the course's own version of this exercise ({when}), so calling it "
             f"earns nothing here. Use torch and the standard library; the task says what to do step by step.")
 
 
-def _resolve(spec: str) -> Any:
+def _owner(spec: str) -> tuple[Any, str]:
+    """(the object that holds it, its attribute name) for "module:qualname" (a class's method too)."""
     module_name, _, qualname = spec.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
+    *path, name = qualname.split(".")
+    owner: Any = importlib.import_module(module_name)
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, name
+
+
+def _resolve(spec: str) -> Any:
+    owner, name = _owner(spec)
+    obj = getattr(owner, name)
     return getattr(obj, "__func__", obj)
 
 
+def _tripwire(spec: str, when: str, original: Any, tripped: list[str]) -> Any:
+    """What a listed course function is while the check runs: a record of the call, then the error."""
+
+    @functools.wraps(original)
+    def tripwire(*args: Any, **kwargs: Any) -> Any:
+        tripped.append(spec)
+        raise CourseVersionCalled(message(spec, when))
+
+    return tripwire
+
+
+def _course_namespaces() -> list[dict]:
+    """The globals of every loaded ``helpers`` module: where one course module binds another's function."""
+    return [vars(m) for name, m in list(sys.modules.items())
+            if m is not None and (name == "helpers" or name.startswith("helpers."))]
+
+
 @contextlib.contextmanager
-def forbid_course_versions(exercise: str) -> Iterator[None]:
+def forbid_course_versions(exercise: str, namespaces: Iterable[dict] = ()) -> Iterator[None]:
     """While the block runs, calling a course version of ``exercise`` raises :class:`CourseVersionCalled`.
 
-    On exit, a call that the learner's code caught and hid (``except Exception``)
-    is raised all the same: swallowing the tripwire does not pass.
+    ``namespaces``: the learner's globals, whose names bound to a listed function
+    are rebound to its tripwire too (and put back). On exit, a call that the
+    learner's code caught and hid (``except Exception``) is raised all the same:
+    swallowing the tripwire does not pass.
     """
-    swapped: list[tuple[Any, Any]] = []
-    start = len(_tripped)
-    try:
-        for spec, when in COURSE_VERSIONS.get(exercise, {}).items():
-            fn = _resolve(spec)
-            code = getattr(fn, "__code__", None)
-            if code is None or code.co_freevars:
-                continue  # not a plain function; nothing to swap safely
-            wire = _tripwire.__code__.replace(co_name=code.co_name,
-                                              **({"co_qualname": code.co_qualname} if hasattr(code, "co_qualname") else {}))
-            _active[getattr(code, "co_qualname", code.co_name)] = (spec, when)
-            swapped.append((fn, code))
-            fn.__code__ = wire
+    tripped: list[str] = []
+    listed = COURSE_VERSIONS.get(exercise, {})
+    changes: list[Change] = []
+    for spec, when in listed.items():
+        owner, name = _owner(spec)
+        changes.append((owner, name, _tripwire(spec, when, getattr(owner, name), tripped)))
+    if not changes:
         yield
-    finally:
-        for fn, code in swapped:
-            fn.__code__ = code
-        _active.clear()
-        if len(_tripped) > start:  # raised from finally: it replaces whatever the learner raised instead
-            target = _tripped[start]
-            del _tripped[start:]
-            raise CourseVersionCalled(message(target, COURSE_VERSIONS.get(exercise, {}).get(target, ""))) from None
+        return
+    with patched(changes, [*namespaces, *_course_namespaces()]):
+        try:
+            yield
+        finally:
+            if tripped:  # raised from finally: it replaces whatever the learner raised instead
+                raise CourseVersionCalled(message(tripped[0], listed.get(tripped[0], ""))) from None

@@ -61,7 +61,7 @@ class FeedbackOutputs(NbGraderPreprocessor):
     """
 
     def preprocess(self, nb, resources):
-        from helpers.grading.limits import GradingLimits
+        from course_tools.grading.limits import GradingLimits
 
         self._cap = GradingLimits(config=self.config).feedback_message_chars
         return super().preprocess(nb, resources)

@@ -45,7 +45,7 @@ KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THRE
             "NVIDIA_VISIBLE_DEVICES", "PYTHONHASHSEED", "PYTHONWARNINGS", "MPLBACKEND")
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`), "
                 "or, only on a machine where every submission is trusted, turn the sandbox off with "
-                "`c.GradingLimits.sandbox = False` in nbgrader_config.py or `python -m helpers grade --no-sandbox`")
+                "`c.GradingLimits.sandbox = False` in nbgrader_config.py or `python -m course_tools grade --no-sandbox`")
 
 
 class SandboxUnavailable(RuntimeError):

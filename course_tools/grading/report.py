@@ -1,8 +1,8 @@
 """The grades of a class: a student x assignment table for the terminal, and a CSV with a status column.
 
-The status and its detail come from the stored outcomes (``helpers.grading.status``);
-the score comes from nbgrader's gradebook, read now (``helpers.grading.scores``),
-so a manual score entered in formgrader or with ``python -m helpers override``
+The status and its detail come from the stored outcomes (``course_tools.grading.status``);
+the score comes from nbgrader's gradebook, read now (``course_tools.grading.scores``),
+so a manual score entered in formgrader or with ``python -m course_tools override``
 counts here exactly as in ``nbgrader export``, and is listed in the detail. A
 run that crashed, timed out or could not be read has no score (and ``grade``
 removed any old one from the gradebook), so it can never look like a plain 0.
@@ -25,9 +25,9 @@ from pathlib import Path
 from traitlets import Dict
 from traitlets.config import Configurable
 
-from helpers.grading.course import Course
-from helpers.grading.scores import submission_scores
-from helpers.grading.status import MISSING, NOT_GRADED
+from course_tools.grading.course import Course
+from course_tools.grading.scores import submission_scores
+from course_tools.grading.status import MISSING, NOT_GRADED
 
 __all__ = ["CSV_COLUMNS", "Deadlines", "rows", "format_table", "write_csv"]
 

@@ -22,7 +22,12 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["prepare_gradebook", "source_cells"]
+__all__ = ["GradebookChangeError", "prepare_gradebook", "source_cells"]
+
+
+class GradebookChangeError(RuntimeError):
+    """The gradebook cannot take this release as it stands; the message says what changed and what to do.
+    (``release`` reports it as its own ReleaseError: this module sits below release and never imports it.)"""
 
 
 def source_cells(path: Path) -> tuple[set[str], dict[str, float]]:
@@ -39,12 +44,11 @@ def source_cells(path: Path) -> tuple[set[str], dict[str, float]]:
 
 
 def _sqlite_path(root: Path) -> Path:
-    from helpers.grading.course import Course
-    from helpers.grading.release import ReleaseError
+    from course_tools.grading.course import Course
 
     url = Course(root).db_url
     if not url.startswith("sqlite:///"):
-        raise ReleaseError(f"release works on a copy of an SQLite gradebook; this course uses {url}")
+        raise GradebookChangeError(f"release works on a copy of an SQLite gradebook; this course uses {url}")
     return Path(url[len("sqlite:///"):])
 
 
@@ -75,8 +79,7 @@ def prepare_gradebook(root: Path, names: list[str], db_copy: Path, rebuild: bool
     """Copy the gradebook to ``db_copy`` and make it ready for the release; return the real gradebook's path."""
     from nbgrader.api import Gradebook
 
-    from helpers.grading.course import Course
-    from helpers.grading.release import ReleaseError
+    from course_tools.grading.course import Course
 
     real = _sqlite_path(root)
     if not real.is_file():
@@ -96,12 +99,12 @@ def prepare_gradebook(root: Path, names: list[str], db_copy: Path, rebuild: bool
                 what = "; ".join(x for x in [added and "added " + ", ".join(added),
                                              removed and "removed " + ", ".join(removed)] if x)
                 if not rebuild:
-                    raise ReleaseError(
+                    raise GradebookChangeError(
                         f"{assignment}: cells were {what} in {path.relative_to(root)}, and the gradebook holds {subs} "
                         f"graded submission(s), whose results nbgrader cannot keep across that change. Nothing was "
-                        f"changed. To release it: `python -m helpers release {assignment} --rebuild` (keeps every "
+                        f"changed. To release it: `python -m course_tools release {assignment} --rebuild` (keeps every "
                         f"submitted notebook, removes {assignment}'s results from the gradebook and lists the manual "
-                        f"scores that go with them), then `python -m helpers grade --assignment {assignment}`")
+                        f"scores that go with them), then `python -m course_tools grade --assignment {assignment}`")
                 result.dropped += _manual_scores(gb, assignment)
                 for sub in list(gb.find_assignment(assignment).submissions):
                     gb.remove_submission(assignment, sub.student.id)

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests
 
-from helpers.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED
+from course_tools.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED
 
 __all__ = [
     "STATUSES",
@@ -223,7 +223,7 @@ def _cell_name(cell, index: int) -> str:
 
 def notebook_findings(nb, ev: Evidence) -> None:
     """Add what an autograded notebook's outputs show (errors, cut output) to ``ev``."""
-    from helpers.grading.limits import OUTPUT_CUT_MARK
+    from course_tools.grading.limits import OUTPUT_CUT_MARK
 
     for index, cell in enumerate(nb.cells):
         if cell.get("cell_type") != "code":

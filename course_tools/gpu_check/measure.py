@@ -6,7 +6,7 @@ course's own tools (``helpers.benchmark``, ``helpers.memory``, ``helpers.dataloa
 that GPU. ``skipped`` names each figure that could not be measured and why; it is never filled with a
 stand-in value.
 
-Run one chapter in its own process (``python -m helpers.gpu_check.measure CHAPTER OUT.json``): a
+Run one chapter in its own process (``python -m course_tools.gpu_check.measure CHAPTER OUT.json``): a
 device-side assert or an out-of-memory error then cannot poison the next chapter's CUDA context.
 """
 
@@ -192,9 +192,9 @@ REHEARSAL: dict[str, dict[str, Any]] = {
 
 
 def main(argv: list[str]) -> int:
-    """``python -m helpers.gpu_check.measure CHAPTER OUT.json [DEVICE]``: measure one chapter, write JSON."""
+    """``python -m course_tools.gpu_check.measure CHAPTER OUT.json [DEVICE]``: measure one chapter, write JSON."""
     if len(argv) not in (2, 3) or argv[0] not in MEASURES:
-        print(f"usage: python -m helpers.gpu_check.measure {{{','.join(MEASURES)}}} OUT.json [DEVICE]", file=sys.stderr)
+        print(f"usage: python -m course_tools.gpu_check.measure {{{','.join(MEASURES)}}} OUT.json [DEVICE]", file=sys.stderr)
         return 2
     device = torch.device(argv[2] if len(argv) == 3 else "cuda")
     small = REHEARSAL.get(argv[0], {}) if device.type == "cpu" else {}

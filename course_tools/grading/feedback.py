@@ -27,8 +27,8 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.grading.course import Course
-from helpers.grading.hidden import HIDDEN_RE, MIN_CHARS
+from course_tools.grading.course import Course
+from course_tools.grading.hidden import HIDDEN_RE, MIN_CHARS
 
 __all__ = ["FeedbackResult", "feedback", "hidden_lines", "leaked_lines", "released_lines"]
 
@@ -47,7 +47,7 @@ def _lines(text: str) -> set[str]:
 def released_lines(course: Course, assignment: str) -> set[str]:
     """Every line a learner was given: each test cell as released (hidden tests removed), every
     other cell of the assignment's notebooks in ``solutions/`` (hidden tests removed)."""
-    from helpers.grading.status import _released_source
+    from course_tools.grading.status import _released_source
 
     seen: set[str] = set()
     with course.gradebook() as gb:

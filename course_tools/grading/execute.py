@@ -13,7 +13,7 @@
   given an error output that names it and says why (so a grade cell scores 0
   and nothing else is lost), at most ``MAX_FATAL`` times.
 
-The error outputs carry ``FATAL_ENAMES``; ``helpers.grading.status`` reads them.
+The error outputs carry ``FATAL_ENAMES``; ``course_tools.grading.status`` reads them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from nbformat.v4 import new_output
 
 from nbgrader.preprocessors import Execute
 
-from helpers.grading.limits import OUTPUT_CUT_MARK, CappedKernelManager, GradingLimits
+from course_tools.grading.limits import OUTPUT_CUT_MARK, CappedKernelManager, GradingLimits
 
 __all__ = ["LimitedExecute", "FATAL_ENAMES", "KERNEL_DIED", "INTERRUPT_IGNORED"]
 

@@ -17,21 +17,12 @@ from pathlib import Path
 
 from traitlets.config.loader import PyFileConfigLoader
 
-from helpers.grading import ensure_tools_on_path
+from course_tools.grading import ensure_tools_on_path
+from course_tools.paths import CONFIG_FILE
 
-__all__ = ["Course", "find_course_root"]
+__all__ = ["Course"]
 
-CONFIG_FILE = "nbgrader_config.py"
 _SAVING = threading.Lock()  # grading threads store outcomes one at a time
-
-
-def find_course_root(start: Path | None = None) -> Path:
-    """The nearest folder, from ``start`` upwards, that holds ``nbgrader_config.py``."""
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / CONFIG_FILE).is_file():
-            return folder
-    raise SystemExit(f"no {CONFIG_FILE} in {here} or above: run this from the course folder (or pass --course)")
 
 
 @dataclass
@@ -82,7 +73,7 @@ class Course:
         return self._setting("Execute", "timeout", 30)
 
     def limits(self):
-        from helpers.grading.limits import GradingLimits
+        from course_tools.grading.limits import GradingLimits
 
         return GradingLimits(config=self.config)
 

@@ -23,8 +23,8 @@ stands in, when:
   test lines get no such pass: hidden *cases* must never be in the package, so one found there is
   a real finding.
 
-``python -m helpers feedback`` searches its pages for hidden-test lines with the same blocks and the
-same length rule (:func:`helpers.grading.feedback.hidden_lines`); what counts as given there is the
+``python -m course_tools feedback`` searches its pages for hidden-test lines with the same blocks and the
+same length rule (:func:`course_tools.grading.feedback.hidden_lines`); what counts as given there is the
 assignment as released and the learner's own submission.
 """
 

@@ -1,4 +1,4 @@
-"""``make gpu-check`` (``python -m helpers gpu-check``): check the whole course on a real GPU in one call.
+"""``make gpu-check`` (``python -m course_tools gpu-check``): check the whole course on a real GPU in one call.
 
 On a machine without CUDA it refuses at once and says why. ``--dry-run`` lists every step with its
 command, environment and time limit, on any machine. Otherwise, within :data:`BUDGET_S` seconds:
@@ -6,7 +6,7 @@ command, environment and time limit, on any machine. Otherwise, within :data:`BU
 1. install the carried wheels (``make gpu-wheelhouse``) and the project with ``--no-deps``, over the
    machine's own torch;
 2. ``python -m helpers env``;
-3. each chapter's GPU measurements (``helpers.gpu_check.measure``), one process per chapter;
+3. each chapter's GPU measurements (``course_tools.gpu_check.measure``), one process per chapter;
 4. ``python -m helpers bench``;
 5. the ``gpu``-marked tests;
 6. every solution notebook under nbval with ``COURSE_DEVICE=cuda``.
@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers import results
-from helpers.gpu_check.measure import MEASURES
+from course_tools.gpu_check.measure import MEASURES
+from course_tools.paths import package_course_root
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = package_course_root()
 BUDGET_S = 480  # the issue's "everything finishes in at most 8 minutes"
 SITE = Path(tempfile.gettempdir()) / "gpu-check-site"
 
@@ -82,7 +83,7 @@ def plan(python: str, wheelhouse: Path, work: Path, root: Path = ROOT, device: s
     steps.append(Step("install the course (--no-deps)", [python, "-m", "pip", "install", "-q", "--no-index",
                                                          "--no-deps", "--no-build-isolation", "-e", str(root)], 120))
     steps.append(Step("env", [python, "-m", "helpers", "env"], 60))
-    steps += [Step(f"measure {ch}", [python, "-m", "helpers.gpu_check.measure", ch, str(work / f"{ch}.json"), device],
+    steps += [Step(f"measure {ch}", [python, "-m", "course_tools.gpu_check.measure", ch, str(work / f"{ch}.json"), device],
                    90, cuda, chapter=ch) for ch in MEASURES]
     steps.append(Step("bench", [python, "-m", "helpers", "bench", "64", "256", "1024", "4096"], 90, cuda))
     steps.append(Step("gpu-marked tests", [*pytest, "-m", "gpu", f"--junitxml={work / 'gpu.xml'}",
@@ -183,7 +184,7 @@ def write_results(work: Path, out: Path, prov: dict[str, str], logs: Path) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers gpu-check", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m course_tools gpu-check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="list what it would run, and run nothing")
     parser.add_argument("--out", type=Path, default=ROOT / "results", help="where results/<gpu>/<chapter>.json go")
     parser.add_argument("--wheelhouse", type=Path, default=ROOT / ".whl", help="wheels from `make gpu-wheelhouse`")
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rehearse and args.out.resolve() == (ROOT / "results").resolve():
         parser.error("--rehearse writes CPU figures: give --out a scratch folder, never results/")
-    command = os.environ.get("GPU_CHECK_COMMAND", "python -m helpers gpu-check")
+    command = os.environ.get("GPU_CHECK_COMMAND", "python -m course_tools gpu-check")
     work = Path("<scratch>") if args.dry_run else Path(tempfile.mkdtemp(prefix="gpu-check-"))
     steps = plan(args.python, args.wheelhouse, work, device="cpu" if args.rehearse else "cuda")
     if args.dry_run:

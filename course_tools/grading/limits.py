@@ -6,7 +6,7 @@ The caps, all set in ``nbgrader_config.py``:
 cap                    setting                                      enforced by
 =====================  ===========================================  ==================================
 time per cell          ``c.Execute.timeout`` (s)                    nbgrader: interrupts the kernel
-time per notebook      ``c.GradingLimits.notebook_timeout`` (s)     ``helpers.grading.grade``: kills the
+time per notebook      ``c.GradingLimits.notebook_timeout`` (s)     ``course_tools.grading.grade``: kills the
                                                                     whole autograde process tree
 memory of the kernel   ``c.GradingLimits.memory_mb``                ``RLIMIT_DATA`` in the kernel process:
                                                                     an allocation past it raises MemoryError
@@ -50,7 +50,7 @@ __all__ = [
     "memory_cap_supported",
 ]
 
-#: Start of the note that replaces output past the cap; ``helpers.grading.status`` looks for it.
+#: Start of the note that replaces output past the cap; ``course_tools.grading.status`` looks for it.
 OUTPUT_CUT_MARK = "[grading: output cut"
 
 
@@ -69,7 +69,7 @@ class GradingLimits(Configurable):
                  "every check to (grade cells) x this."
     ).tag(config=True)
     sandbox = Bool(
-        True, help="Run the learner's kernel in the bubblewrap sandbox (helpers/grading/sandbox.py); grading "
+        True, help="Run the learner's kernel in the bubblewrap sandbox (course_tools/grading/sandbox.py); grading "
                    "stops with a message where none is available. False only where every submission is trusted."
     ).tag(config=True)
     feedback_message_chars = Integer(
@@ -92,7 +92,7 @@ def _cap_memory(limit_bytes: int) -> None:
 class CappedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels cannot allocate more than ``memory_mb`` and run in the sandbox.
 
-    With ``sandboxed`` the kernel runs under bubblewrap (``helpers.grading.sandbox``)
+    With ``sandboxed`` the kernel runs under bubblewrap (``course_tools.grading.sandbox``)
     in a scratch folder of its own, which also holds its connection file and
     sockets, and is deleted with the kernel.
     """
@@ -115,7 +115,7 @@ class CappedKernelManager(AsyncKernelManager):
             limit = self.memory_mb * 2**20
             kw["preexec_fn"] = lambda: _cap_memory(limit)
         if self.sandboxed:
-            from helpers.grading.sandbox import bwrap_command
+            from course_tools.grading.sandbox import bwrap_command
 
             scratch = Path(self.scratch)
             _copy_folder(Path(kw.get("cwd") or os.getcwd()), scratch / "work")

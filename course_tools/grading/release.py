@@ -22,7 +22,7 @@ again); adding or removing a cell is refused by nbgrader while the gradebook
 holds submissions, so ``release`` says so and what to do: ``--rebuild``
 removes that assignment's *results* from the gradebook (the submitted files
 stay), records the new cells, and lists the manual scores that are dropped
-(those given with ``python -m helpers override`` come back at the next
+(those given with ``python -m course_tools override`` come back at the next
 ``grade``).
 """
 
@@ -40,18 +40,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.grading import ensure_tools_on_path
+from course_tools.grading import ensure_tools_on_path
+from course_tools.grading.gradebook_changes import GradebookChangeError, prepare_gradebook
+from course_tools.paths import assignments, package_course_root
 
-__all__ = ["COURSE_ROOT", "ReleaseError", "ReleaseResult", "assignments", "generate_release", "release"]
+__all__ = ["ReleaseError", "ReleaseResult", "assignments", "generate_release", "release"]
 
-#: The course root: the folder holding nbgrader_config.py, solutions/ and notebooks/.
-COURSE_ROOT = Path(__file__).resolve().parents[2]
-
-
-def assignments(root: Path = COURSE_ROOT) -> list[str]:
-    """Assignment folders in ``solutions/`` (``NN_topic``), in course order."""
-    source = root / "solutions"
-    return sorted(p.name for p in source.iterdir() if p.is_dir() and re.match(r"^\d\d_", p.name))
 
 
 class ReleaseError(RuntimeError):
@@ -70,7 +64,7 @@ def _last_error(log: str) -> str:
 def generate_release(
     dest: Path,
     names: list[str] | None = None,
-    root: Path = COURSE_ROOT,
+    root: Path | None = None,
     db_url: str | None = None,
 ) -> list[Path]:
     """Run nbgrader's generate_assignment for each assignment into ``dest``.
@@ -80,6 +74,7 @@ def generate_release(
     throwaway one. Returns the generated notebooks.
     """
     ensure_tools_on_path()
+    root = Path(root) if root else package_course_root()
     dest = Path(dest).resolve()
     names = names if names is not None else assignments(root)
     env = dict(os.environ, PYTHONWARNINGS="ignore")
@@ -128,7 +123,7 @@ class _Manifest:
     """Hashes of every notebook ``release`` wrote, per path: such a notebook holds nobody's edits."""
 
     def __init__(self, root: Path):
-        from helpers.grading.course import Course
+        from course_tools.grading.course import Course
 
         self.path = Course(root).records_dir / "released.json"
         self.data: dict[str, list[str]] = json.loads(self.path.read_text()) if self.path.is_file() else {}
@@ -151,7 +146,7 @@ def _untouched(target: Path, root: Path, manifest: _Manifest, key: str) -> bool:
     return target.suffix != ".ipynb" or manifest.knows(key, old) or old == _committed(target, root)
 
 
-def release(names: list[str] | None = None, root: Path = COURSE_ROOT, force: bool = False,
+def release(names: list[str] | None = None, root: Path | None = None, force: bool = False,
             rebuild: bool = False) -> ReleaseResult:
     """Regenerate ``notebooks/`` from ``solutions/``, keeping every notebook a learner edited.
 
@@ -161,9 +156,7 @@ def release(names: list[str] | None = None, root: Path = COURSE_ROOT, force: boo
     nbgrader fails or cells were added or removed in an assignment with
     submissions (unless ``rebuild``).
     """
-    from helpers.grading.gradebook_changes import prepare_gradebook
-
-    root = Path(root).resolve()
+    root = Path(root).resolve() if root else package_course_root()
     names = names if names is not None else assignments(root)
     release_dir = root / "notebooks"
     result = ReleaseResult()
@@ -171,7 +164,10 @@ def release(names: list[str] | None = None, root: Path = COURSE_ROOT, force: boo
     manifest = _Manifest(root)
     with tempfile.TemporaryDirectory() as tmp:
         fresh_root, db_copy = Path(tmp) / "release", Path(tmp) / "gradebook.db"
-        real_db = prepare_gradebook(root, names, db_copy, rebuild, result)
+        try:
+            real_db = prepare_gradebook(root, names, db_copy, rebuild, result)
+        except GradebookChangeError as err:
+            raise ReleaseError(str(err)) from err
         generate_release(fresh_root, names, root=root, db_url=f"sqlite:///{db_copy}")
         planned = []
         for fresh in sorted(p for p in fresh_root.rglob("*") if p.is_file()):

@@ -1,4 +1,4 @@
-"""``python -m helpers release|grade|feedback|export``: the instructor's commands (see INSTRUCTORS.md).
+"""``python -m course_tools COMMAND``: the instructor's and maintainer's commands (INSTRUCTORS.md, README).
 
     release  [--force] [--rebuild]               regenerate notebooks/ from solutions/; keeps edited notebooks
     grade    [--assignment A] [--student S] [--jobs N] [--no-sandbox]
@@ -8,6 +8,8 @@
     override STUDENT ASSIGNMENT CELL POINTS --why TEXT   a manual score for one grade cell, listed everywhere
     handout  --out DIR                           the student edition: DIR and DIR.zip, no solutions, no hidden tests
     colab                                        README badges and each chapter's Colab cell, from pyproject's Repository
+    gpu-check [--dry-run] [--rehearse --out D]   check the whole course on a CUDA GPU; results/<gpu>/<chapter>.json
+    gpu-wheelhouse [--dest D]                    download the wheels the GPU machine lacks (default .whl)
 
 Every command takes ``--course DIR`` (default: the folder with nbgrader_config.py,
 from the current one upwards). Exit code: 0 when the command did its job (a
@@ -23,9 +25,15 @@ from pathlib import Path
 
 __all__ = ["main"]
 
+#: the GPU check's commands keep their own argument parsers (course_tools.gpu_check)
+GPU_COMMANDS = ("gpu-check", "gpu-wheelhouse")
+GPU_EPILOG = ("gpu-check [--dry-run]: check the whole course on a CUDA GPU (python -m course_tools gpu-check --help); "
+              "gpu-wheelhouse [--dest D]: the wheels the GPU machine lacks")
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m helpers", description="Instructor commands for this course.")
+    parser = argparse.ArgumentParser(prog="python -m course_tools", description="Instructor and maintainer commands for this course.",
+                                     epilog=GPU_EPILOG)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in [
         ("grade", "grade every submission in submitted/ and print a status table"),
@@ -67,8 +75,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _colab(root: Path) -> int:
-    from helpers.grading.colab import update
-    from helpers.grading.release import assignments
+    from course_tools.colab import update
+    from course_tools.paths import assignments
 
     try:
         changed = update(root, assignments(root))
@@ -78,12 +86,12 @@ def _colab(root: Path) -> int:
     for path in changed:
         print(f"rewrote {path.relative_to(root)}")
     if any(p.suffix == ".ipynb" for p in changed):
-        print("now run `python -m helpers release` (then commit solutions/, notebooks/ and README.md)")
+        print("now run `python -m course_tools release` (then commit solutions/, notebooks/ and README.md)")
     return 0
 
 
 def _handout(root: Path, out: Path) -> int:
-    from helpers.grading.handout import HandoutError, build
+    from course_tools.handout import HandoutError, build
 
     try:
         edition = build(root, out)
@@ -95,15 +103,29 @@ def _handout(root: Path, out: Path) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
-    """Run one command; ``argv`` is what follows ``python -m helpers``."""
+def _gpu(command: str, argv: list[str]) -> int:
+    if command == "gpu-check":
+        from course_tools.gpu_check.run import main as gpu_check_main
 
+        return gpu_check_main(argv)
+    from course_tools.gpu_check.wheelhouse import build
+
+    dest = argv[argv.index("--dest") + 1] if "--dest" in argv[:-1] else ".whl"
+    return build(Path(dest))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; ``argv`` is what follows ``python -m course_tools``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in GPU_COMMANDS:
+        return _gpu(argv[0], argv[1:])
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
 
-    from helpers.grading.course import Course, find_course_root
+    from course_tools.grading.course import Course
+    from course_tools.paths import find_course_root
 
     root = find_course_root(args.course)
     if args.command == "handout":
@@ -112,7 +134,7 @@ def main(argv: list[str]) -> int:
         return _colab(root)
 
     if args.command == "release":
-        from helpers.grading.release import ReleaseError, release
+        from course_tools.grading.release import ReleaseError, release
 
         try:
             result = release(args.assignments or None, root=root, force=args.force, rebuild=args.rebuild)
@@ -126,20 +148,20 @@ def main(argv: list[str]) -> int:
             print("kept, not overwritten (they differ from every release, so they hold someone's edits):", file=sys.stderr)
             for path in result.kept:
                 print(f"  {path.relative_to(root)}", file=sys.stderr)
-            print("rename or move them to get the new version, or run `python -m helpers release --force`,"
+            print("rename or move them to get the new version, or run `python -m course_tools release --force`,"
                   " which backs each one up beside itself first. Nothing was changed (notebooks/, gradebook).",
                   file=sys.stderr)
             return 1
         for line in result.dropped:
-            print(f"manual score removed with the old results (re-enter it with `python -m helpers override`): {line}")
+            print(f"manual score removed with the old results (re-enter it with `python -m course_tools override`): {line}")
         for name in result.regrade:
-            print(f"{name}: its tests changed after grading; run `python -m helpers grade --assignment {name}`")
+            print(f"{name}: its tests changed after grading; run `python -m course_tools grade --assignment {name}`")
         return 0
 
     course = Course(root)
     if args.command == "grade":
-        from helpers.grading.grade import grade
-        from helpers.grading.report import format_table, rows
+        from course_tools.grading.grade import grade
+        from course_tools.grading.report import format_table, rows
 
         if args.no_sandbox:
             course.config.GradingLimits.sandbox = False
@@ -153,7 +175,7 @@ def main(argv: list[str]) -> int:
         return 0
 
     if args.command == "feedback":
-        from helpers.grading.feedback import feedback
+        from course_tools.grading.feedback import feedback
 
         results = feedback(course, args.assignment, args.student)
         bad = 0
@@ -164,11 +186,11 @@ def main(argv: list[str]) -> int:
                 print(f"{r.student}/{r.assignment}: {r.problem}")
                 bad += "hidden test" in r.problem or "no page" in r.problem
         if not results:
-            print("no graded submissions: run `python -m helpers grade` first")
+            print("no graded submissions: run `python -m course_tools grade` first")
         return 1 if bad else 0
 
     if args.command == "override":
-        from helpers.grading.scores import override
+        from course_tools.grading.scores import override
 
         try:
             print(override(course, args.student, args.assignment, args.cell, args.points, args.why))
@@ -178,7 +200,7 @@ def main(argv: list[str]) -> int:
         return 0
 
     if args.command == "export":
-        from helpers.grading.report import write_csv
+        from course_tools.grading.report import write_csv
 
         path = args.to or course.root / "grades.csv"
         n = write_csv(course, path)

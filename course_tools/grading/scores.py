@@ -1,13 +1,13 @@
 """Scores as the gradebook has them: per exercise, with manual overrides, the one source of truth.
 
-``grade`` stores a status per submission (``helpers.grading.status``), but the
+``grade`` stores a status per submission (``course_tools.grading.status``), but the
 score shown anywhere (the table, ``export``'s CSV) is read from nbgrader's
 gradebook at that moment, so ``nbgrader export``, formgrader and the course's
 export always agree: a manual score entered in formgrader counts, and a run
 with no score removes the old one from the gradebook (``grade.forget_score``).
 
 An override is a manual score for one grade cell, with a reason:
-``python -m helpers override STUDENT ASSIGNMENT CELL POINTS --why TEXT``. It
+``python -m course_tools override STUDENT ASSIGNMENT CELL POINTS --why TEXT``. It
 is written to the gradebook (``manual_score``, which nbgrader keeps through
 every later autograde and which formgrader shows) and to
 ``autograded/.grading/overrides.json`` (who, when, why), from which ``grade``
@@ -22,7 +22,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from helpers.grading.course import Course
+from course_tools.grading.course import Course
 
 __all__ = ["SubmissionScores", "apply_overrides", "load_overrides", "override", "submission_scores"]
 
@@ -95,7 +95,7 @@ def override(course: Course, student: str, assignment: str, cell: str, points: f
             gb.find_submission(assignment, student)
         except Exception:  # noqa: BLE001
             raise ValueError(f"{student}/{assignment} has no score in the gradebook: grade it first "
-                             f"(`python -m helpers grade --student {student} --assignment {assignment}`)") from None
+                             f"(`python -m course_tools grade --student {student} --assignment {assignment}`)") from None
         _set_manual(gb, assignment, student, cell, points)
     records = load_overrides(course)
     records[f"{student}/{assignment}/{cell}"] = {

@@ -1,7 +1,7 @@
 """Colab: a badge per chapter in the README, and a first cell that installs the helpers there.
 
 One place holds the course repository's address: ``[project.urls] Repository`` in pyproject.toml.
-A fork sets it to its own address and runs ``python -m helpers colab``, which rewrites, from it,
+A fork sets it to its own address and runs ``python -m course_tools colab``, which rewrites, from it,
 
 - the README's badge table (between ``<!-- colab-badges -->`` and ``<!-- /colab-badges -->``): each
   chapter's badge opens ``notebooks/NN_topic/NN_topic.ipynb`` of that repository's ``main`` on Colab;
@@ -12,7 +12,7 @@ A fork sets it to its own address and runs ``python -m helpers colab``, which re
   packages ``helpers*``, so nothing else of the repository is needed), and elsewhere does nothing
   and says so in one line, so nbval and grading run it without touching the network;
 
-then ``python -m helpers release`` carries the cells into ``notebooks/``. Colab has no nbgrader
+then ``python -m course_tools release`` carries the cells into ``notebooks/``. Colab has no nbgrader
 extension (no Validate button, no Assignments tab); the note says so: the checks run in the cells.
 """
 
@@ -40,7 +40,7 @@ def repository(root: Path) -> tuple[str, str, str]:
     found = GITHUB.match(address)
     if not found:
         raise ValueError(f"pyproject.toml [project.urls] Repository is {address!r}; set it to the course's GitHub "
-                         "address, https://github.com/<owner>/<repo> (your fork's), then run `python -m helpers colab`")
+                         "address, https://github.com/<owner>/<repo> (your fork's), then run `python -m course_tools colab`")
     return address, found["owner"], found["repo"]
 
 

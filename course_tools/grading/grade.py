@@ -3,7 +3,7 @@
 Each submission runs ``nbgrader autograde <assignment> --student <id> --force``
 in a separate process group, so a submission that hangs past the
 whole-submission cap, or kills its kernel, stops only itself. The outcome of
-each comes from ``helpers.grading.status`` and is stored (replacing any
+each comes from ``course_tools.grading.status`` and is stored (replacing any
 earlier one), so grading twice gives the same table and no duplicate rows.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 import psutil
 
-from helpers.grading.course import Course
-from helpers.grading.scores import apply_overrides
-from helpers.grading.status import Evidence, Outcome, classify, notebook_findings, tamper_findings
+from course_tools.grading.course import Course
+from course_tools.grading.scores import apply_overrides
+from course_tools.grading.status import Evidence, Outcome, classify, notebook_findings, tamper_findings
 
 __all__ = ["grade", "grade_one", "forget_score", "register_assignment"]
 
@@ -33,7 +33,7 @@ def register_assignment(course: Course, assignment: str) -> None:
     nbgrader can only grade an assignment it generated; the release goes to a
     throwaway folder so no learner notebook is ever written here.
     """
-    from helpers.grading.release import generate_release
+    from course_tools.grading.release import generate_release
 
     with tempfile.TemporaryDirectory() as tmp:
         generate_release(Path(tmp), [assignment], root=course.root, db_url=course.db_url)
@@ -185,11 +185,11 @@ def forget_score(course: Course, student: str, assignment: str) -> None:
 
 def require_sandbox(course: Course) -> None:
     """Stop before grading anything when the configuration asks for the sandbox and none can run here."""
-    from helpers.grading.sandbox import INSTALL_HINT, sandbox_problem
+    from course_tools.grading.sandbox import INSTALL_HINT, sandbox_problem
 
     if course.limits().sandbox and sandbox_problem():
         raise SystemExit(f"grading stopped: {sandbox_problem()}, and learner code only runs in the sandbox "
-                         f"(helpers/grading/sandbox.py). To fix: {INSTALL_HINT}.")
+                         f"(course_tools/grading/sandbox.py). To fix: {INSTALL_HINT}.")
 
 
 def grade(
