@@ -1,6 +1,7 @@
 """Shared pytest set-up: a non-interactive plotting backend and the `gpu` marker."""
 
 import os
+import re
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -19,27 +20,41 @@ BROWSER_SKIP_REASON = "needs Chromium at /usr/bin/chromium (Debian's `chromium` 
 ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON, BROWSER_SKIP_REASON)
 
 
-#: The longest-running scopes (module or class, as `--dist loadscope` hands them out), longest first, as
-#: `pytest --durations` measured them on a 2-core machine. They start first so the two workers finish
-#: together instead of one of them running a 150 s scope alone at the end (longest-first scheduling).
-LONGEST_FIRST = (
-    "tests/test_exercises.py::TestExercises_06_multi_gpu", "tests/test_exercises.py::TestExercises_04_dataloader",
-    "tests/test_exercises.py::TestExercises_03_memory", "tests/test_grading.py",
-    "tests/test_roundtrip.py::TestRoundTrip_06_multi_gpu", "tests/test_browser.py",
-    "tests/test_exercises.py::TestExercises_07_troubleshooting", "tests/test_roundtrip.py::TestRoundTrip_07",
-    "tests/test_roundtrip.py::TestRoundTrip_03", "tests/test_roundtrip.py::TestRoundTrip_04",
-    "tests/test_exchange_route.py", "tests/test_release.py", "solutions/06_multi_gpu",
-)
+#: A parametrized test whose id starts with a chapter (``[06_multi_gpu]``, ``[06_multi_gpu/no_barrier]``,
+#: ``[06_multi_gpu-mistakes]``) belongs to that chapter's scope.
+CHAPTER_ID = re.compile(r"\[(\d\d_[A-Za-z0-9_]+?)(?:[/\-].*)?\]$")
 
 
-def _start_rank(item) -> int:
-    return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+def chapter_scope(nodeid: str) -> str:
+    """The unit of work one xdist worker runs whole: a chapter's tests of one module (they share that chapter's
+    cached grading run), else what ``--dist loadscope`` uses (a class, else a module; a notebook's cells).
+
+    So each chapter's exercises and round trip are a scope of their own without a generated test class per chapter,
+    and xdist (3.8) starts the scopes with most tests first, with no hand-timed list to go stale.
+    """
+    module, _, rest = nodeid.partition("::")
+    found = CHAPTER_ID.search(rest)
+    if found:
+        return f"{module}::{found.group(1)}"
+    return nodeid.rsplit("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` (pyproject's addopts), with :func:`chapter_scope` as the scope."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ChapterScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return chapter_scope(nodeid)
+
+    return ChapterScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Start the longest scopes first (a stable sort: a scope stays together, the rest keeps its order);
-    skip tests marked ``gpu`` on machines without CUDA, and say why."""
-    items.sort(key=_start_rank)
+    """Skip tests marked ``gpu`` on machines without CUDA, and say why."""
     if torch.cuda.is_available():
         return
     for item in items:

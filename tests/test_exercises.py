@@ -71,22 +71,11 @@ def test_every_exercise_has_two_wrong_submissions():
     assert not short, f"exercises with fewer than two wrong submissions in tests/submissions: {short}"
 
 
-def _chapter_tests(chapter):
-    """One chapter's exercises as a test class, so that ``--dist loadscope`` can give each chapter's
-    submissions (one worker process, cached) to either xdist worker."""
-    subs = [sub for sub in submissions() if sub.chapter == chapter]
-
-    class Tests:
-        def test_reference_solution_passes_every_check(self):
-            check_reference_solution_passes_every_check(chapter)
-
-        @pytest.mark.parametrize("sub", subs, ids=lambda s: f"{s.chapter}/{s.name}")
-        def test_submission_loses_exactly_its_points(self, sub):
-            check_submission_loses_exactly_its_points(sub)
-
-    Tests.__name__ = Tests.__qualname__ = f"TestExercises_{chapter}"
-    return Tests
+@pytest.mark.parametrize("chapter", chapters())
+def test_reference_solution_passes_every_check(chapter):
+    check_reference_solution_passes_every_check(chapter)
 
 
-for _chapter in chapters():
-    globals()[f"TestExercises_{_chapter}"] = _chapter_tests(_chapter)
+@pytest.mark.parametrize("sub", submissions(), ids=lambda s: f"{s.chapter}/{s.name}")
+def test_submission_loses_exactly_its_points(sub):
+    check_submission_loses_exactly_its_points(sub)

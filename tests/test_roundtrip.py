@@ -111,22 +111,14 @@ def check_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded
     )
 
 
-def _chapter_tests(chapter):
-    """The round trip of one chapter as a test class, so that ``--dist loadscope`` can give each
-    chapter to either worker (pytest-xdist schedules a module's plain functions together)."""
-
-    @pytest.mark.slow
-    class Tests:
-        def test_reference_scores_full_marks_and_blank_scores_zero(self, graded):
-            check_reference_scores_full_marks_and_blank_scores_zero(graded, chapter)
-
-        @pytest.mark.parametrize("student", MISTAKES)
-        def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(self, graded, student):
-            check_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter, student)
-
-    Tests.__name__ = Tests.__qualname__ = f"TestRoundTrip_{chapter}"
-    return Tests
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", chapters())
+def test_reference_scores_full_marks_and_blank_scores_zero(graded, chapter):
+    check_reference_scores_full_marks_and_blank_scores_zero(graded, chapter)
 
 
-for _chapter in chapters():
-    globals()[f"TestRoundTrip_{_chapter}"] = _chapter_tests(_chapter)
+@pytest.mark.slow
+@pytest.mark.parametrize("student", MISTAKES)
+@pytest.mark.parametrize("chapter", chapters())
+def test_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter, student):
+    check_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded, chapter, student)
