@@ -1,6 +1,6 @@
 """nbgrader settings for this course; instructors run nbgrader from this folder.
 
-Closes the traps measured in NBGRADER_NOTES.md (shared with the maintainers):
+Closes the traps measured in docs/STACK_NOTES.md ("nbgrader 0.9.6"):
 a deleted or stripped test cell is put back from the source and graded, every
 cell has a timeout, feedback never shows hidden tests, and demonstration cells
 (tag ``demo``) are skipped while grading so a class grades in minutes.

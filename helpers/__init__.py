@@ -4,12 +4,10 @@ Import the module a chapter teaches (``from helpers import device``); nothing
 here runs on import (no seeding, no device probing), so importing is cheap and
 has no side effects.
 
-Floors (imports only go down; tests/test_architecture.py enforces them):
-    face         __main__ (python -m helpers ...), grading/ (the instructor's commands)
-    checks       checks/ (what grade cells use: never imported by the modules below)
-    techniques   amp  dataloader  ddp  troubleshoot   (no technique imports another)
-    measuring    benchmark  memory
-    ground       device  machine  models  plots
+This package is what a learner has: the teaching modules and ``helpers.checks`` (what grade cells
+import). The instructor's and maintainer's tooling is ``course_tools``, which stands on this package;
+nothing here imports it. The floors the modules stand on are declared once, as import-linter contracts
+in ``pyproject.toml``; ARCHITECTURE.md explains them.
 """
 
 __all__ = ["__version__"]

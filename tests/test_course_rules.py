@@ -1,4 +1,4 @@
-"""The rules every chapter follows (DESIGN.md, STYLE.md), checked so a new chapter cannot drift."""
+"""The rules every chapter follows (ARCHITECTURE.md, docs/STYLE.md), checked so a new chapter cannot drift."""
 
 import ast
 import builtins

@@ -1,6 +1,6 @@
 """helpers.dataloader: the datasets chapter 04 measures, loader timing, the course's loader and worker seeding.
 
-Worker counts and sizes are tiny; no test asserts a speed, only ratios with wide margins (STACK_NOTES,
+Worker counts and sizes are tiny; no test asserts a speed, only ratios with wide margins (docs/STACK_NOTES.md,
 "DataLoader"). Every test that starts workers checks that none is left behind.
 """
 

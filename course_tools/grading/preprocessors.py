@@ -1,4 +1,4 @@
-"""nbgrader preprocessors that close gaps measured in NBGRADER_NOTES.md."""
+"""nbgrader preprocessors that close gaps measured in docs/STACK_NOTES.md ("nbgrader 0.9.6")."""
 
 from __future__ import annotations
 

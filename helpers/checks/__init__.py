@@ -1,10 +1,10 @@
 """What grade cells use, kept apart from the modules the chapters teach with.
 
-Floors: ``core`` (CheckFailed, the check_* assertions, solved, passed) at the
-bottom; ``patching`` (the one patching utility) and ``machine`` (the one fake
-machine) on it; ``delegation`` (no exercise passed by calling the course's own
-version); then one module of verdicts per chapter, ``chNN``. No teaching
-module imports anything from here.
+Floors: ``failure`` (CheckFailed), ``patching`` (the one patching utility)
+and ``machine`` (the one fake machine) at the bottom; ``delegation`` (no
+exercise passed by calling the course's own version) on them; ``core`` (the
+check_* assertions, solved, passed); then one module of verdicts per chapter,
+``chNN``. No teaching module imports anything from here.
 
 A grade cell imports what it uses inside the cell (``from helpers.checks
 import check, passed``), so a learner's cell that defines its own ``check``
