@@ -78,7 +78,6 @@ __all__ = [
     "format_seconds",
     "limited_by",
     "matmul_work",
-    "plot_sweep",
     "sweep",
     "sync_timer",
     "synchronize",
@@ -311,6 +310,14 @@ class Table(list):
     def column(self, key: str) -> list[Any]:
         return [r.get(key) for r in self]
 
+    def group_by(self, key: str) -> dict[Any, "Table"]:
+        """The rows split by their value of ``key``, in the order the values first appear.
+
+        The shape :func:`helpers.plots.plot_sweep` draws, one line per value:
+        ``plots.plot_sweep(ax, table.group_by("device"), "size", "median")``.
+        """
+        return {value: self.where(**{key: value}) for value in self.values(key)}
+
     def values(self, key: str) -> list[Any]:
         """The distinct values of ``key``, in the order they first appear."""
         seen: list[Any] = []
@@ -486,36 +493,6 @@ def crossover(sizes: Sequence[int], speedups: Sequence[float | None]) -> int | N
             break
         found = n
     return found
-
-
-def plot_sweep(table: Table, metric: str = "flops_per_s", ax=None, *, group: str = "device", title: str = ""):
-    """Log-log plot of ``metric`` against ``size``, one line per ``group`` value; returns the axes.
-
-    ``metric`` is ``"flops_per_s"`` (plotted in GFLOP/s), ``"bytes_per_s"`` (GB/s) or
-    ``"median"`` (seconds per call).
-    """
-    from helpers import plots
-
-    if ax is None:
-        _, ax = plots.new_figure()
-    scale, ylabel = {
-        "flops_per_s": (1e-9, "GFLOP/s (higher is better)"),
-        "bytes_per_s": (1e-9, "GB/s (higher is better)"),
-        "median": (1.0, "seconds per call (lower is better)"),
-    }[metric]
-    for key in table.values(group):
-        rows = table.where(**{group: key})
-        xs = rows.column("size")
-        ys = [None if v is None else v * scale for v in rows.column(metric)]
-        ax.plot(xs, ys, marker="o", label=str(key))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("size n")
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=8)
-    return ax
 
 
 # --------------------------------------------------------------------------- stand-ins for asynchronous devices

@@ -121,10 +121,14 @@ def test_sweep_returns_a_table_with_one_row_per_device_and_size():
     assert "GFLOP/s" in text or "MFLOP/s" in text
 
 
-def test_plot_sweep_draws_one_line_per_device():
+def test_a_table_grouped_by_device_plots_one_line_per_device():
+    from helpers import plots
+
     rows = bench.Table([{"device": d, "size": n, "median": 1e-3 * n, "flops_per_s": 1e9 * n}
                         for d in ("cpu", "cuda:0") for n in (8, 16, 32)])
-    ax = bench.plot_sweep(rows, "flops_per_s")
+    by_device = rows.group_by("device")
+    assert list(by_device) == ["cpu", "cuda:0"] and by_device["cpu"].column("size") == [8, 16, 32]
+    ax = plots.plot_sweep(plots.new_figure()[1], by_device, "size", "flops_per_s", log=True)
     assert len(ax.get_lines()) == 2 and ax.get_xscale() == "log" and ax.get_yscale() == "log"
 
 
