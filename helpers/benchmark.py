@@ -15,7 +15,10 @@ needs on top:
   ``torch.get_num_threads()``, instead of ``Timer``'s default of 1, which makes
   a CPU baseline look several times slower than it is;
 * throughput (FLOP/s, bytes/s) when the caller says how much work one call does;
-* a :class:`NoisyTimingWarning` when the spread (IQR / median) is large.
+* one rule for "too noisy to draw a conclusion from" (:meth:`Timing.meets_confidence`:
+  torch's own ``Measurement.meets_confidence``, over enough blocks), which the
+  :class:`NoisyTimingWarning`, :attr:`Timing.noisy` and a :class:`Table`'s
+  ``noisy``, ``best`` and :func:`describe_noisy` all ask.
 
 It also holds :class:`BackgroundQueue`, the stand-in chapter 01 *teaches*
 with on a machine without a GPU: real work queued on a background thread and
@@ -78,14 +81,13 @@ __all__ = [
     "format_seconds",
     "limited_by",
     "matmul_work",
-    "plot_sweep",
     "sweep",
     "sync_timer",
     "synchronize",
     "time_callable",
 ]
 
-#: Above this IQR / median a measurement is flagged as noisy (torch's own threshold).
+#: From this IQR / median up a measurement is noisy (torch's own threshold, and its stop rule in adaptive_autorange).
 NOISE_THRESHOLD = 0.1
 #: With fewer measured blocks than this, the spread is unknown: such a measurement counts as noisy.
 MIN_BLOCKS = 3
@@ -117,6 +119,8 @@ class Timing:
     nbytes: float | None = None  #: bytes moved to and from memory in one call, if given
     number_per_run: int = 1  #: calls per measured block (chosen by torch's Timer)
     warmup: int = 0  #: untimed calls made first
+    #: torch's own record of it (``torch.utils.benchmark.Measurement``) when torch's Timer measured it
+    measurement: torch_benchmark.Measurement | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def flops_per_s(self) -> float | None:
@@ -134,14 +138,35 @@ class Timing:
 
     @property
     def relative_iqr(self) -> float:
-        """IQR / median: above 0.1 the measurement is noisy."""
+        """IQR / median: the spread :meth:`meets_confidence` judges."""
         return self.iqr / self.median if self.median > 0 else math.inf
+
+    def meets_confidence(self, threshold: float = NOISE_THRESHOLD) -> bool:
+        """Whether the median is steady enough to draw a conclusion from: the course's one noise rule.
+
+        It is torch's rule, ``Measurement.meets_confidence`` (IQR / median
+        below ``threshold``), asked of torch's own measurement when torch's
+        Timer made this one, and of these fields otherwise (:meth:`from_times`,
+        a Timing made by hand). First it needs :data:`MIN_BLOCKS` blocks, which
+        torch's rule does not: one or two blocks have no spread to judge (one
+        slow block has an IQR of 0), and a zero median no relative spread.
+        """
+        if len(self.times) < MIN_BLOCKS or not self.median > 0:
+            return False
+        if self.measurement is not None:
+            return self.measurement.meets_confidence(threshold)
+        return self.relative_iqr < threshold
 
     @property
     def noisy(self) -> bool:
-        """Whether the median is not to be trusted: IQR / median above :data:`NOISE_THRESHOLD`, or too few
-        blocks (:data:`MIN_BLOCKS`) to know the spread at all (one slow block has an IQR of 0)."""
-        return len(self.times) < MIN_BLOCKS or self.relative_iqr > NOISE_THRESHOLD
+        """Whether the median is not to be trusted: :meth:`meets_confidence` at :data:`NOISE_THRESHOLD` fails."""
+        return not self.meets_confidence()
+
+    def describe_spread(self) -> str:
+        """The spread in words, ``"IQR 70% of the median"``: what a warning or a table says when it is too large."""
+        if len(self.times) < MIN_BLOCKS:
+            return "too few blocks to know its spread"
+        return f"IQR {self.relative_iqr:.0%} of the median"
 
     @classmethod
     def from_times(cls, times: Sequence[float], device: str | torch.device = "cpu", label: str = "",
@@ -236,7 +261,7 @@ def time_callable(
     ``num_threads`` defaults to ``torch.get_num_threads()`` (all the threads
     torch uses for real work), not ``Timer``'s default of 1. ``flops`` and
     ``nbytes`` (work in ONE call) give ``flops_per_s`` and ``bytes_per_s``.
-    Warns with :class:`NoisyTimingWarning` when IQR / median exceeds 0.1.
+    Warns with :class:`NoisyTimingWarning` when the result is :attr:`Timing.noisy`.
     """
     dev = pick_device(device)
     threads = int(num_threads) if num_threads is not None else torch.get_num_threads()
@@ -250,7 +275,7 @@ def time_callable(
         m = timer.blocked_autorange(min_run_time=min_run_time)
     timing = Timing(median=float(m.median), iqr=float(m.iqr), times=[float(t) for t in m.times], num_threads=threads,
                     device=str(dev), label=label, flops=flops, nbytes=nbytes, number_per_run=int(m.number_per_run),
-                    warmup=warmup)
+                    warmup=warmup, measurement=m)
     if warn:
         _warn_if_noisy(timing)
     return timing
@@ -269,11 +294,14 @@ def _warm_up(fn: Callable[[], Any], dev: torch.device, warmup: int, threads: int
 
 
 def _warn_if_noisy(timing: Timing) -> None:
-    if len(timing.times) >= 4 and timing.relative_iqr > NOISE_THRESHOLD:
+    """Warn (at the caller of :func:`time_callable`) when ``timing`` is too noisy to draw a conclusion from."""
+    if timing.noisy:
         warnings.warn(
-            f"{timing.label or 'measurement'} on {timing.device}: the spread is large (IQR is "
-            f"{timing.relative_iqr:.0%} of the median {format_seconds(timing.median)}); another program may be "
-            f"competing for the machine. Rerun, or give it a longer min_run_time.",
+            f"{timing.label or 'measurement'} on {timing.device}: median {format_seconds(timing.median)}, but "
+            f"{timing.describe_spread()}, so it is too noisy to draw a conclusion from (a steady measurement's "
+            f"spread stays below {NOISE_THRESHOLD:.0%} of its median, over at least {MIN_BLOCKS} blocks). A longer "
+            f"min_run_time measures more blocks; a rerun while no other program competes for the machine narrows "
+            f"the spread.",
             NoisyTimingWarning,
             stacklevel=3,
         )
@@ -288,6 +316,8 @@ class Table(list):
     Every row of :func:`sweep` has the keys ``label``, ``device``, ``size``,
     ``num_threads``, ``median`` (s), ``iqr`` (s), ``flops_per_s``,
     ``bytes_per_s`` (None when unknown) and ``timing`` (the :class:`Timing`).
+    :meth:`noisy`, :meth:`best` and :func:`describe_noisy` judge a row by its
+    ``timing`` (:meth:`Timing.meets_confidence`), as :meth:`Timing.as_row` makes it.
     """
 
     def where(self, **equal: Any) -> "Table":
@@ -295,21 +325,29 @@ class Table(list):
         return Table(r for r in self if all(r.get(k) == v for k, v in equal.items()))
 
     def noisy(self, threshold: float = NOISE_THRESHOLD) -> "Table":
-        """The rows whose spread is too large to trust their median (IQR / median above ``threshold``)."""
-        return Table(r for r in self if not _quiet(r, threshold))
+        """The rows too noisy to trust their median: their timing fails ``meets_confidence(threshold)``."""
+        return Table(r for r in self if not r["timing"].meets_confidence(threshold))
 
     def best(self, key: str, threshold: float = NOISE_THRESHOLD) -> dict[str, Any] | None:
-        """The quiet row (IQR / median at most ``threshold``) with the largest ``key``; None if no row is quiet.
+        """The row with the largest ``key`` among those that meet ``threshold``; None if no row does.
 
         The largest value over noisy rows is not a measurement but an accident:
         a block that ran while a competing program paused can report several
         times the real rate. Name the noisy rows (:meth:`noisy`) beside it.
         """
-        rows = [r for r in self if _quiet(r, threshold) and r.get(key) is not None]
+        rows = [r for r in self if r["timing"].meets_confidence(threshold) and r.get(key) is not None]
         return max(rows, key=lambda r: r[key]) if rows else None
 
     def column(self, key: str) -> list[Any]:
         return [r.get(key) for r in self]
+
+    def group_by(self, key: str) -> dict[Any, "Table"]:
+        """The rows split by their value of ``key``, in the order the values first appear.
+
+        The shape :func:`helpers.plots.plot_sweep` draws, one line per value:
+        ``plots.plot_sweep(ax, table.group_by("device"), "size", "median")``.
+        """
+        return {value: self.where(**{key: value}) for value in self.values(key)}
 
     def values(self, key: str) -> list[Any]:
         """The distinct values of ``key``, in the order they first appear."""
@@ -346,27 +384,11 @@ class Table(list):
         return self.format()
 
 
-def _spread(row: dict[str, Any]) -> float:
-    """IQR / median of a row; infinite when unknown (no median, or fewer than :data:`MIN_BLOCKS` blocks)."""
-    median, iqr, timing = row.get("median"), row.get("iqr"), row.get("timing")
-    if median is None or iqr is None or not median > 0:
-        return math.inf
-    if isinstance(timing, Timing) and len(timing.times) < MIN_BLOCKS:
-        return math.inf
-    return iqr / median
-
-
-def _quiet(row: dict[str, Any], threshold: float) -> bool:
-    return _spread(row) <= threshold
-
-
 def describe_noisy(table: Table, fields: Sequence[str] = ("label", "device", "size")) -> str:
     """``"cpu n=64 (IQR 70% of the median), ..."``: the noisy rows named, or ``""`` when there are none."""
     def name(r: dict[str, Any]) -> str:
         parts = [str(r[f]) if f != "size" else f"n={r[f]}" for f in fields if r.get(f) not in (None, "")]
-        spread = _spread(r)
-        why = f"IQR {spread:.0%} of the median" if math.isfinite(spread) else "too few blocks to know its spread"
-        return f"{' '.join(parts)} ({why})"
+        return f"{' '.join(parts)} ({r['timing'].describe_spread()})"
 
     return ", ".join(name(r) for r in table.noisy())
 
@@ -486,36 +508,6 @@ def crossover(sizes: Sequence[int], speedups: Sequence[float | None]) -> int | N
             break
         found = n
     return found
-
-
-def plot_sweep(table: Table, metric: str = "flops_per_s", ax=None, *, group: str = "device", title: str = ""):
-    """Log-log plot of ``metric`` against ``size``, one line per ``group`` value; returns the axes.
-
-    ``metric`` is ``"flops_per_s"`` (plotted in GFLOP/s), ``"bytes_per_s"`` (GB/s) or
-    ``"median"`` (seconds per call).
-    """
-    from helpers import plots
-
-    if ax is None:
-        _, ax = plots.new_figure()
-    scale, ylabel = {
-        "flops_per_s": (1e-9, "GFLOP/s (higher is better)"),
-        "bytes_per_s": (1e-9, "GB/s (higher is better)"),
-        "median": (1.0, "seconds per call (lower is better)"),
-    }[metric]
-    for key in table.values(group):
-        rows = table.where(**{group: key})
-        xs = rows.column("size")
-        ys = [None if v is None else v * scale for v in rows.column(metric)]
-        ax.plot(xs, ys, marker="o", label=str(key))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("size n")
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=8)
-    return ax
 
 
 # --------------------------------------------------------------------------- stand-ins for asynchronous devices

@@ -52,7 +52,6 @@ __all__ = [
     "loader_run",
     "make_loader",
     "plot_step_times",
-    "plot_sweep",
     "plot_timeline",
     "seed_worker",
     "sweep_workers",
@@ -279,6 +278,8 @@ def sweep_workers(dataset: Dataset, counts: Sequence[int] = (0, 1, 2, 4, 8), bat
 
     The first epoch pays the workers' start-up; the second shows the steady
     throughput. The workers end with their loader, before the next count starts.
+    Draw sweeps of several datasets with :func:`helpers.plots.plot_sweep`:
+    ``plot_sweep(ax, {label: points, ...}, "num_workers", "steady_rate")``.
     """
     from tqdm.auto import tqdm
 
@@ -289,25 +290,6 @@ def sweep_workers(dataset: Dataset, counts: Sequence[int] = (0, 1, 2, 4, 8), bat
         del loader
         points.append(SweepPoint(n, first.startup_s, first.epoch_rate, second.epoch_rate))
     return points
-
-
-def plot_sweep(sweeps: dict[str, list[SweepPoint]], device: Any = "cpu", cores: int | None = None):
-    """Samples/s against workers, one line per kind of item; start-up time beside it."""
-    from helpers.plots import new_figure, stamp
-
-    fig, (ax, ax2) = new_figure(ncols=2, width=4.6)
-    for label, runs in sweeps.items():
-        counts = [r.num_workers for r in runs]
-        ax.plot(counts, [r.steady_rate for r in runs], marker="o", label=label)
-        ax2.plot(counts, [r.startup_s * 1e3 for r in runs], marker="o", label=label)
-    if cores:
-        for a in (ax, ax2):
-            a.axvline(cores, color="grey", ls=":", lw=1, label=f"{cores} cores")
-    ax.set(xlabel="num_workers", ylabel="samples/s (second epoch)", title="steady throughput")
-    ax2.set(xlabel="num_workers", ylabel="ms until the first batch", title="start-up")
-    ax.legend(fontsize=8)
-    stamp(fig, device)
-    return fig
 
 
 #: Helper processes of :mod:`multiprocessing` itself (not loader workers): they live until Python exits.

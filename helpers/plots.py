@@ -7,14 +7,13 @@ machine's, not a universal truth.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
-
-
 
 import matplotlib.pyplot as plt
 import torch
 
-__all__ = ["new_figure", "stamp"]
+__all__ = ["new_figure", "plot_sweep", "stamp"]
 
 
 def new_figure(ncols: int = 1, width: float = 5.0, height: float = 3.4, **kwargs: Any):
@@ -31,3 +30,38 @@ def stamp(fig, device: Any) -> None:
     fig.text(0.99, 0.01, f"measured on {device}, torch {torch.__version__}", ha="right", va="bottom",
              fontsize=7, alpha=0.6)
     fig.tight_layout()
+
+
+def plot_sweep(ax, lines: Mapping[Any, Iterable[Any]], x: str, y: str, *, scale: float = 1.0, log: bool = False,
+               xlabel: str | None = None, ylabel: str | None = None, title: str = "",
+               mark: tuple[float, str] | None = None):
+    """Draw ``y`` against the swept ``x`` on ``ax``, one line per entry of ``lines``; returns ``ax``.
+
+    ``lines`` maps a line's label to its measured points, each a dict (a row
+    of :class:`helpers.benchmark.Table`) or an object with attributes (a
+    :class:`helpers.dataloader.SweepPoint`), read by the field names ``x`` and
+    ``y``: every chapter plots the records it already has. Each point gets a
+    marker, because only the points were measured, not the line between them.
+    ``scale`` multiplies ``y`` (``1e-9`` draws FLOP/s as GFLOP/s); a ``y`` of
+    None leaves a gap. ``log`` makes both axes logarithmic, x in powers of two
+    (sizes that double). ``mark`` is ``(x, label)``: a dotted vertical line
+    there, named in the legend (e.g. the number of cores).
+    """
+    for label, points in lines.items():
+        points = list(points)
+        ys = [_field(p, y) for p in points]
+        ax.plot([_field(p, x) for p in points], [None if v is None else v * scale for v in ys], marker="o",
+                label=str(label))
+    if mark is not None:
+        ax.axvline(mark[0], color="grey", ls=":", lw=1, label=mark[1])
+    if log:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+    ax.set(xlabel=xlabel or x, ylabel=ylabel or y, title=title)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def _field(point: Any, name: str) -> Any:
+    """``point[name]`` for a dict, ``point.name`` for any other record."""
+    return point[name] if isinstance(point, Mapping) else getattr(point, name)

@@ -7,6 +7,7 @@ not depend on how busy the machine is. The stand-in itself is tested in
 tests/test_checks_ch01.py.
 """
 
+import dataclasses
 import threading
 import timeit
 import warnings
@@ -65,6 +66,40 @@ def test_time_callable_median_ignores_a_slow_call_and_warns_when_noisy():
         bench.time_callable(cpu.kernel(lambda i: 0.001 * (1 + i % 3)), "cpu", min_run_time=0.1)
 
 
+def test_time_callable_warns_when_too_few_blocks_show_a_spread():
+    """The warning follows the one noise rule: one block of 50 ms says nothing about the spread."""
+    cpu = SimulatedDevice("cpu")
+    with cpu.active(), pytest.warns(bench.NoisyTimingWarning, match="too few blocks to know its spread"):
+        t = bench.time_callable(cpu.kernel(0.05), "cpu", min_run_time=0.01)
+    assert len(t.times) < bench.MIN_BLOCKS and t.noisy
+
+
+def test_the_noise_rule_is_torchs_measurement_meets_confidence_over_enough_blocks():
+    cpu = SimulatedDevice("cpu")
+    with cpu.active():
+        t = bench.time_callable(cpu.kernel(lambda i: 0.001 * (1 + i % 3)), "cpu", min_run_time=0.1, warn=False)
+    assert isinstance(t.measurement, bench.torch_benchmark.Measurement) and t.measurement.median == t.median
+    by_hand = dataclasses.replace(t, measurement=None)  # the same figures, judged from the Timing's own fields
+    for threshold in (0.1, 0.9, 1.5):  # IQR / median is about 1 here
+        assert t.meets_confidence(threshold) == t.measurement.meets_confidence(threshold)
+        assert by_hand.meets_confidence(threshold) == t.meets_confidence(threshold)
+    assert t.meets_confidence(1.5) and t.noisy
+    edge = bench.Timing(median=1.0, iqr=bench.NOISE_THRESHOLD, times=[1.0] * 5, num_threads=1, device="cpu")
+    assert edge.noisy  # torch's rule is strict: a spread of exactly the threshold is not below it
+    two = bench.Timing.from_times([1e-3, 1e-3])
+    assert two.iqr == 0 and not two.meets_confidence(1.5)  # torch's rule alone would pass two equal blocks
+
+
+def test_a_tables_rows_follow_the_noise_rule_at_any_threshold():
+    wide = bench.Timing.from_times([1e-3, 2e-3, 3e-3, 4e-3, 5e-3], label="wide")  # IQR 2 ms, median 3 ms
+    table = bench.Table([wide.as_row(), bench.Timing.from_times([1e-3, 1e-3], label="two").as_row()])
+    assert table.noisy().column("label") == ["wide", "two"] and table.best("median") is None
+    assert table.noisy(threshold=1.0).column("label") == ["two"]
+    assert table.best("median", threshold=1.0)["label"] == "wide"
+    assert bench.describe_noisy(table, ["label"]) == ("wide (IQR 67% of the median), "
+                                                      "two (too few blocks to know its spread)")
+
+
 def test_adaptive_repetition_stops_at_max_run_time():
     cpu = SimulatedDevice("cpu")
     with cpu.active():
@@ -121,10 +156,14 @@ def test_sweep_returns_a_table_with_one_row_per_device_and_size():
     assert "GFLOP/s" in text or "MFLOP/s" in text
 
 
-def test_plot_sweep_draws_one_line_per_device():
+def test_a_table_grouped_by_device_plots_one_line_per_device():
+    from helpers import plots
+
     rows = bench.Table([{"device": d, "size": n, "median": 1e-3 * n, "flops_per_s": 1e9 * n}
                         for d in ("cpu", "cuda:0") for n in (8, 16, 32)])
-    ax = bench.plot_sweep(rows, "flops_per_s")
+    by_device = rows.group_by("device")
+    assert list(by_device) == ["cpu", "cuda:0"] and by_device["cpu"].column("size") == [8, 16, 32]
+    ax = plots.plot_sweep(plots.new_figure()[1], by_device, "size", "flops_per_s", log=True)
     assert len(ax.get_lines()) == 2 and ax.get_xscale() == "log" and ax.get_yscale() == "log"
 
 

@@ -176,10 +176,14 @@ def test_time_steps_splits_each_step():
 def test_plots_draw_what_was_measured():
     import matplotlib.pyplot as plt
 
+    from helpers.plots import new_figure, plot_sweep
+
     batches = list(DataLoader(dl.SleepDataset(n=6, item_s=0.0), batch_size=3))
     points = [dl.SweepPoint(0, 0.01, 90.0, 100.0), dl.SweepPoint(2, 0.05, 150.0, 180.0)]
     steps = dl.StepTimes(load=[0.01], copy=[0.001], compute=[0.002])
-    for fig in (dl.plot_sweep({"sleep": points}, cores=2), dl.plot_step_times({"0 workers": steps}),
+    sweep_fig, ax = new_figure()
+    plot_sweep(ax, {"sleep": points}, "num_workers", "steady_rate", mark=(2, "2 cores"))
+    for fig in (sweep_fig, dl.plot_step_times({"0 workers": steps}),
                 dl.plot_timeline({"p=1": batches})):
         assert fig.axes and any(ax.lines or ax.patches for ax in fig.axes)
         plt.close(fig)
