@@ -10,10 +10,12 @@ traps, and :func:`launch` closes each of them:
 * **the child must find the function.** ``pickle`` sends a function by name
   (``__main__.train``), and a fresh interpreter has no notebook, so
   ``torch.multiprocessing.spawn`` fails with ``Can't get attribute 'train' on
-  <module '__main__'>``. :func:`portable` sends the function's *compiled code*
-  instead, with a recipe for every global name it reads (``torch`` is
-  re-imported, a tensor is pickled), so a function defined in a notebook cell,
-  or exec'd by a grader, runs in the child as it would in the cell;
+  <module '__main__'>``. :func:`launch` pickles with ``cloudpickle`` instead
+  (see :func:`portable`), which sends such a function *by value*: its code,
+  its closure and the globals it reads (``torch`` by name, re-imported; a
+  tensor, another notebook function or a notebook class by value), so a
+  function defined in a notebook cell, or exec'd by a grader, runs in the
+  child as it would in the cell;
 * **two runs must not share a port**: each run gets a free one
   (:func:`free_port` binds to port 0 and lets the system choose);
 * **every run ends**: a rank that raises stops the others (as torchrun does)
@@ -33,14 +35,10 @@ course's own DDP training loop (the chapter times it with 1 and 2 processes).
 
 from __future__ import annotations
 
-import builtins
-import dis
 import hashlib
-import importlib
+import inspect
 import json
-import marshal
 import os
-import pickle
 import shutil
 import signal
 import socket
@@ -50,13 +48,13 @@ import sys
 import tempfile
 import time
 import traceback
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import torch
 
 from helpers import device as _device
@@ -86,170 +84,76 @@ class PortableError(TypeError):
     """A function cannot be sent to another process; the message says which name is the problem and why."""
 
 
-_GLOBAL_OPS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"}
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    """The global names ``code`` (and every function nested in it) reads or writes."""
-    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _GLOBAL_OPS}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
-
-
-def _importable(value: Any) -> tuple[str, str] | None:
-    """(module, qualname) when ``import module; module.qualname`` gives back ``value`` itself."""
-    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str) or module in ("__main__", "builtins"):
-        return None
-    if "<locals>" in qualname:
-        return None
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except Exception:  # noqa: BLE001 - not importable is an answer, not an error
-        return None
-    return (module, qualname) if obj is value else None
-
-
-def _function_recipe(fn: types.FunctionType) -> tuple:
-    if fn.__closure__:
-        names = ", ".join(fn.__code__.co_freevars)
-        raise PortableError(
-            f"`{fn.__name__}` uses variables of the function it is defined in ({names}), which another process "
-            f"cannot see: define `{fn.__name__}` at the top level of a cell and pass those values as arguments.")
-    try:
-        defaults = pickle.dumps((fn.__defaults__, fn.__kwdefaults__))
-    except Exception as err:  # noqa: BLE001
-        raise PortableError(f"a default argument of `{fn.__name__}` cannot be sent to another process ({err}).") from None
-    return ("function", marshal.dumps(fn.__code__), defaults, fn.__qualname__)
-
-
-def _recipe(name: str, value: Any, user: str, found: dict[str, tuple], todo: list) -> tuple:
-    """How a child gets back the global ``name`` (holding ``value``) that function ``user`` reads."""
-    if isinstance(value, types.ModuleType):
-        if value.__name__ == "__main__":
-            raise PortableError(f"`{user}` uses `{name}`, the notebook's own module, which another process does not have.")
-        return ("module", value.__name__)
-    ref = _importable(value)
-    if ref is not None:
-        return ("import", *ref)
-    if isinstance(value, types.FunctionType):
-        todo.append(value)
-        return _function_recipe(value)
-    if isinstance(value, type):
-        raise PortableError(
-            f"`{user}` uses the class `{name}`, defined in the notebook: another process cannot import it. "
-            f"Define the class inside `{user}`, or use one from a module (torch.nn, helpers.models).")
-    try:
-        return ("value", pickle.dumps(value))
-    except Exception as err:  # noqa: BLE001 - what cannot be pickled is named in the message
-        raise PortableError(
-            f"`{user}` uses the global `{name}` (a {type(value).__name__}), which cannot be sent to another "
-            f"process ({err}). Create it inside `{user}`, or pass it as an argument.") from None
-
-
 class Portable:
-    """A function a child process can run although it was defined in a notebook (see :func:`portable`).
+    """A function pickled once, by value where needed, for another process (see :func:`portable`).
 
-    Holds the function's compiled code (``marshal``, valid for the same Python
-    that runs the children: ``sys.executable``) and, for each global name the
-    code reads, a recipe: ``("module", "torch.distributed")``, ``("import",
-    "torch.nn.parallel.distributed", "DistributedDataParallel")``, a pickled
-    value, or another notebook function. Calling it rebuilds the function in
-    a namespace of its own, like the notebook's, then calls it.
+    Unpickled (in a rank, in a DataLoader worker) it is the function itself,
+    so the child runs the learner's code, not a wrapper; called here, it
+    calls the function.
     """
 
-    def __init__(self, name: str, recipes: dict[str, tuple]) -> None:
-        self.name = name
-        self.recipes = recipes
-        self._fn: Callable[..., Any] | None = None
-
-    def __getstate__(self) -> dict:
-        return {"name": self.name, "recipes": self.recipes}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["name"], state["recipes"])
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.payload = _dumps(fn)
 
     @property
     def fingerprint(self) -> str:
-        """A digest of the code and of every recipe: equal for the same function, different after an edit."""
-        return hashlib.sha256(pickle.dumps(sorted(self.recipes.items()))).hexdigest()[:16]
-
-    def describe(self) -> list[str]:
-        """One line per name the child rebuilds, e.g. ``dist: import torch.distributed``."""
-        lines = []
-        for name, (kind, *rest) in sorted(self.recipes.items()):
-            what = {"module": lambda: f"import {rest[0]}",
-                    "import": lambda: f"from {rest[0]} import {rest[1]}",
-                    "function": lambda: f"compiled code of the function {rest[2]}",
-                    "value": lambda: f"a pickled value ({len(rest[0])} bytes)"}[kind]()
-            lines.append(f"{name}: {what}")
-        return lines
-
-    def rebuild(self) -> Callable[..., Any]:
-        """The function, rebuilt here (in the child) from its recipes."""
-        if self._fn is None:
-            ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
-            for name, (kind, *rest) in self.recipes.items():
-                if kind == "module":
-                    ns[name] = importlib.import_module(rest[0])
-                elif kind == "import":
-                    obj: Any = importlib.import_module(rest[0])
-                    for part in rest[1].split("."):
-                        obj = getattr(obj, part)
-                    ns[name] = obj
-                elif kind == "value":
-                    ns[name] = pickle.loads(rest[0])
-                else:  # a notebook function: its code, in the shared namespace, with its defaults
-                    code = marshal.loads(rest[0])
-                    fn = types.FunctionType(code, ns, code.co_name)
-                    fn.__defaults__, fn.__kwdefaults__ = pickle.loads(rest[1])
-                    fn.__qualname__ = rest[2]
-                    ns[name] = fn
-            self._fn = ns[self.name]
-        return self._fn
+        """A digest of what is sent (code, closure, globals): equal for the same function, different after an edit."""
+        return hashlib.sha256(self.payload).hexdigest()[:16]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.rebuild()(*args, **kwargs)
+        return self.fn(*args, **kwargs)
+
+    def __reduce__(self) -> tuple:
+        return (cloudpickle.loads, (self.payload,))
 
     def __repr__(self) -> str:
-        return f"<portable function {self.name} ({len(self.recipes)} names)>"
+        return f"<portable function {getattr(self.fn, '__qualname__', self.fn)} ({len(self.payload)} bytes)>"
 
 
 def portable(fn: Callable[..., Any]) -> Portable:
     """Package ``fn`` (defined in a notebook, a script or exec'd code) so a child process can run it.
 
-    Needs no source file (``inspect.getsource`` fails on exec'd code): the
-    function's code object travels, with the globals it reads. Refused, with
-    a message that says what to change: closures, notebook classes, and
-    globals that cannot be pickled (an open file, a lock).
+    ``pickle`` sends a function by name, which a fresh interpreter cannot
+    look up when the function lives in a notebook (``__main__``) or inside
+    another function. ``cloudpickle`` (what Ray, Dask and joblib use) sends
+    such a function by value: its code, its closure and the globals it reads
+    (a module or an importable object by name; a notebook function, class or
+    tensor by value). No source file is needed, so code a grader exec'd
+    travels too. What cannot be pickled (an open file, a lock) is refused
+    here, before any process starts, with the name that holds it.
     """
-    if isinstance(fn, Portable):
-        return fn
-    if not isinstance(fn, types.FunctionType):
-        raise PortableError(f"portable() takes a function defined with `def`, not a {type(fn).__name__}.")
-    found: dict[str, tuple] = {fn.__name__: _function_recipe(fn)}
-    todo, seen = [fn], set()
-    while todo:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        for name in sorted(_global_names(current.__code__)):
-            if name in found or name not in current.__globals__:
-                continue  # a builtin, or a name the function defines itself when it runs
-            found[name] = _recipe(name, current.__globals__[name], current.__name__, found, todo)
-    return Portable(fn.__name__, found)
+    return fn if isinstance(fn, Portable) else Portable(fn)
 
 
-def _sendable(fn: Callable[..., Any]) -> Any:
-    """What to pickle for a child: an importable function by reference, anything else as :class:`Portable`."""
-    if isinstance(fn, Portable) or (not isinstance(fn, types.FunctionType) and callable(fn)):
-        return fn
-    return fn if _importable(fn) is not None else portable(fn)
+def _dumps(fn: Callable[..., Any]) -> bytes:
+    try:
+        return cloudpickle.dumps(fn)
+    except Exception as err:  # noqa: BLE001 - what cannot be pickled is named in the message
+        raise PortableError(_why_not(fn, err)) from None
+
+
+def _why_not(fn: Callable[..., Any], err: Exception) -> str:
+    """Name what ``fn`` holds that cannot be pickled: cloudpickle's own error names only its type."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        seen = inspect.getclosurevars(fn)
+    except TypeError:  # not a Python function: no names to look into
+        return f"`{name}` cannot be sent to another process ({err})."
+    for kind, values in (("global", seen.globals), ("enclosing variable", seen.nonlocals)):
+        for var, value in values.items():
+            if not _picklable(value):
+                return (f"`{name}` uses the {kind} `{var}` (a {type(value).__name__}), which cannot be sent to "
+                        f"another process ({err}). Create it inside `{name}`.")
+    return f"`{name}` cannot be sent to another process ({err})."
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        cloudpickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any failure is a no
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- errors and results
@@ -301,7 +205,7 @@ def _tail(text: str, lines: int = 8) -> str:
 
 def _run_rank(work: Path, rank: int) -> int:
     """Body of every rank: rebuild the job, run it, leave the result (or the error) in ``work``."""
-    job = pickle.loads((work / "job.pkl").read_bytes())
+    job = cloudpickle.loads((work / "job.pkl").read_bytes())
     os.environ.update(job["env"][rank])
     torch.set_num_threads(job["threads"])
     try:
@@ -465,7 +369,8 @@ def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] =
     its environment, as under torchrun: ``MASTER_ADDR``, ``MASTER_PORT`` (a
     free port), ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``; ``OMP_NUM_THREADS``
     too. ``fn`` may be defined in a notebook (see :func:`portable`). Its
-    arguments and return value travel by pickle (tensors are fine).
+    arguments travel by cloudpickle too (tensors, an object of a notebook
+    class), its return value by ``torch.save``.
 
     Every rank is a fresh interpreter (``sys.executable``), whatever start
     method ``multiprocessing`` is set to: it pays torch's import (a second or
@@ -481,7 +386,7 @@ def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] =
     binding it (EADDRINUSE) is retried once with another.
     """
     _validate(fn, world_size, timeout)
-    sendable = _sendable(fn)
+    sendable = portable(fn)  # pickled once, before any process starts: what cannot travel is named now
     for attempt in (1, 2):
         try:
             return _launch_once(sendable, world_size, tuple(args), dict(kwargs or {}), float(timeout), echo,
@@ -508,7 +413,7 @@ def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: f
         job = {"fn": fn, "args": args, "kwargs": kwargs, "world_size": world_size, "threads": threads,
                "env": [_rank_env(r, world_size, port, threads, env) for r in range(world_size)]}
         try:
-            (work / "job.pkl").write_bytes(pickle.dumps(job))
+            (work / "job.pkl").write_bytes(cloudpickle.dumps(job))
         except Exception as err:  # noqa: BLE001
             raise PortableError(f"the arguments of this run cannot be sent to another process: {err}") from None
         ranks: list[_Rank] = []

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from pathlib import Path
 import nbformat
 
 from course_tools.paths import assignments
+from helpers.ddp import free_port  # noqa: F401 - re-exported: the one free_port, for the servers tests start
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,13 +175,6 @@ def run_graded_cells(nb, replacements: dict[str, str] | None = None,
     if "__unknown__" in result.cells:
         raise KeyError(result.cells["__unknown__"].message)
     return result.cells
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now, for a server a test starts."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop_process_group(proc: subprocess.Popen, timeout: float = 20) -> None:

@@ -5,6 +5,7 @@ import gc
 import pickle
 import statistics
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader
@@ -12,12 +13,13 @@ from torch.utils.data import DataLoader
 from helpers import dataloader as dl
 from helpers.checks import CheckFailed, FakeMachine
 from helpers.checks import ch04
+from helpers.ddp import portable
 
 # learner code is written in a notebook, whose functions live in __main__: exec it the same way
 LEARNER = '''
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, get_worker_info
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 BASE = 0
 
@@ -41,6 +43,23 @@ as_lambda = lambda worker_id: seed_numpy_worker(worker_id)
 def reads_a_lock(worker_id):
     with LOCK:
         seed_numpy_worker(worker_id)
+
+
+class Shifted(Dataset):
+    def __init__(self, base):
+        self.base = base
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        return self.base + index
+
+
+def seeding_from(base):
+    def init(worker_id):  # a closure: `base` lives in the call that made it
+        get_worker_info().dataset.rng = np.random.default_rng(Shifted(base)[worker_id])
+    return init
 
 
 def loader_for(dataset, device, batch_size, num_workers, seed):
@@ -233,8 +252,18 @@ def test_the_course_version_is_refused_under_both_methods():
             ch04.check_worker_init(dl.seed_worker, method)
 
 
+def test_a_closure_and_a_notebook_dataset_class_reach_a_spawned_worker(learner):
+    """What the spawn check sends (helpers.ddp.portable) carries a notebook closure, and the notebook Dataset class it
+    uses, into a spawned worker: the worker draws from the seed they compute there."""
+    init = portable(learner["seeding_from"](7))
+    loader = DataLoader(dl.ClonedRngDataset(n=2), batch_size=None, num_workers=1, worker_init_fn=init,
+                        multiprocessing_context="spawn", timeout=60)
+    expected = np.random.default_rng(7)  # Shifted(7)[worker 0]
+    assert [item["draw"] for item in loader] == [expected.random(), expected.random()]
+
+
 def test_by_value_carries_modules_constants_and_helpers(learner):
-    carried = pickle.loads(pickle.dumps(ch04.ByValue(learner["seed_numpy_worker"])))
+    carried = pickle.loads(pickle.dumps(ch04._for_spawn(learner["seed_numpy_worker"])))
     assert carried.__name__ == "seed_numpy_worker" and carried.__globals__["BASE"] == 0
     assert carried.__globals__["np"].__name__ == "numpy"
     assert carried.__globals__["get_worker_info"] is torch.utils.data.get_worker_info
@@ -242,4 +271,4 @@ def test_by_value_carries_modules_constants_and_helpers(learner):
 
 def test_by_value_refuses_what_cannot_reach_a_worker(learner):
     with pytest.raises(CheckFailed, match="`LOCK`"):
-        ch04.ByValue(learner["reads_a_lock"])
+        ch04._for_spawn(learner["reads_a_lock"])

@@ -6,6 +6,7 @@ submission, runs in tests/test_exercises.py.
 """
 
 import textwrap
+import threading
 import time
 
 import psutil
@@ -160,7 +161,7 @@ def test_a_rank_killed_halfway_names_the_rank():
 
 def test_a_function_that_cannot_travel_is_named():
     def outer():
-        k = 2
+        k = threading.Lock()  # a closure travels (cloudpickle); a lock it holds does not
 
         def average_gradients(model):
             return k

@@ -3,20 +3,17 @@ measurement, a worker_init_fn that seeds NumPy per worker and per epoch.
 
 Generic on purpose: each function takes a case's inputs (the machine, the
 counts, the seeds) from the grade cell, so the hidden cases stay in the
-cells. Everything a worker process runs here is importable (the draw
-dataset, the by-value carrier of a notebook function), so the checks work
-under the spawn start method too. Worker counts and datasets are tiny: a
-class is graded in minutes.
+cells. What a worker process runs here is importable (the draw dataset)
+or a notebook function sent by value (:func:`helpers.ddp.portable`), so
+the checks work under the spawn start method too. Worker counts and
+datasets are tiny: a class is graded in minutes.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import gc
 import importlib
-import marshal
-import pickle
 import statistics
 import types
 import warnings
@@ -30,6 +27,7 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, 
 from helpers.checks.core import CheckFailed, check, solved
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine
+from helpers.ddp import PortableError, portable
 
 __all__ = [
     "FakeMeasure",
@@ -293,56 +291,6 @@ def _names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _global_refs(fn: types.FunctionType, depth: int = 0) -> dict[str, tuple]:
-    """How a spawned worker can rebuild each global ``fn`` reads: import it, copy it, or carry it by value."""
-    refs: dict[str, tuple] = {}
-    for name in _names(fn.__code__):
-        if name not in fn.__globals__:
-            continue  # a builtin, or an attribute name
-        value = fn.__globals__[name]
-        if isinstance(value, types.ModuleType):
-            refs[name] = ("module", value.__name__)
-        elif _importable(value):
-            refs[name] = ("attr", value.__module__, value.__qualname__)
-        elif isinstance(value, types.FunctionType) and depth < 3 and not value.__closure__:
-            refs[name] = ("function", _carry(value, depth + 1))
-        else:
-            try:
-                refs[name] = ("value", pickle.dumps(value))
-            except Exception:  # noqa: BLE001 - anything unpicklable cannot reach a spawned worker
-                raise CheckFailed(f"`{fn.__name__}` reads `{name}`, a {type(value).__name__} defined in the notebook "
-                                  "that cannot be sent to a worker started by spawn. Use only modules and values "
-                                  "inside the function (import what you need in it).") from None
-    return refs
-
-
-def _carry(fn: types.FunctionType, depth: int = 0) -> tuple:
-    return (marshal.dumps(fn.__code__), fn.__name__, fn.__defaults__, _global_refs(fn, depth))
-
-
-def _rebuild(carried: tuple) -> types.FunctionType:
-    code, name, defaults, refs = carried
-    scope: dict[str, Any] = {"__builtins__": builtins, "__name__": "__learner__"}
-    for key, ref in refs.items():
-        kind = ref[0]
-        scope[key] = (importlib.import_module(ref[1]) if kind == "module" else _resolve(ref[1], ref[2])
-                      if kind == "attr" else _rebuild(ref[1]) if kind == "function" else pickle.loads(ref[1]))
-    return types.FunctionType(marshal.loads(code), scope, name, defaults)
-
-
-class ByValue:
-    """A notebook function, carried to a spawned worker as its code (pickle would look it up by name and fail)."""
-
-    def __init__(self, fn: types.FunctionType) -> None:
-        self.fn, self.carried = fn, _carry(fn)
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-    def __reduce__(self) -> tuple:
-        return (_rebuild, (self.carried,))
-
-
 def _refuse_course_version(fn: Any, exercise: str = "seed_numpy_worker") -> None:
     """Fail at once when ``fn`` is, or reads, the course's own version of the exercise.
 
@@ -363,7 +311,12 @@ def _refuse_course_version(fn: Any, exercise: str = "seed_numpy_worker") -> None
 
 
 def _for_spawn(fn: Any) -> Any:
-    """What the check hands to a spawn loader: ``fn`` itself if importable, else a copy of its code."""
+    """What the check hands to a spawn loader: ``fn`` itself if importable, else ``fn`` pickled by value.
+
+    A lambda or a nested function is refused although cloudpickle could send
+    it: the point is for code that works from a module too, where
+    DataLoader's pickle sends a function by its name.
+    """
     name = getattr(fn, "__name__", repr(fn))
     check(name != "<lambda>" and "<locals>" not in getattr(fn, "__qualname__", ""),
           f"the worker_init_fn is a {'lambda' if name == '<lambda>' else 'nested function'}: under spawn (macOS, "
@@ -372,13 +325,15 @@ def _for_spawn(fn: Any) -> Any:
           "never start. Write it with def at the top level of a cell (course code: of a module).")
     if _importable(fn):
         return fn
-    check(isinstance(fn, types.FunctionType) and not fn.__closure__,
-          f"`{name}` is not a plain function, so it cannot be sent to a worker started by spawn.")
+    try:
+        sent = portable(fn)
+    except PortableError as err:
+        raise CheckFailed(f"Under spawn each worker gets a copy of `{name}` and of what it reads: {err}") from None
     print(f"note: `{name}` is defined in the notebook. Under spawn a function defined in a notebook cannot be sent "
           "to workers by name (the worker imports modules, it never runs the notebook); that is why course code puts "
-          "it in a module (helpers.dataloader.seed_worker). This check sent a copy of its code instead; no points "
-          "are lost for that.")
-    return ByValue(fn)
+          "it in a module (helpers.dataloader.seed_worker). This check sent it by value instead (its code and what "
+          "it reads, with cloudpickle); no points are lost for that.")
+    return sent
 
 
 class _WorkerInitFailed(Exception):

@@ -155,12 +155,11 @@ def _returned(value: Any) -> Any:
     return f"a {type(value).__name__}"
 
 
-def graded_train(rank: int, world_size: int, learner: Any, x: torch.Tensor, y: torch.Tensor, checkpoint: str,
+def graded_train(rank: int, world_size: int, fn: Any, x: torch.Tensor, y: torch.Tensor, checkpoint: str,
                  case: dict[str, Any]) -> dict[str, Any]:
-    """Run the learner's ``train_ddp`` on this rank under the spies; return what it did."""
+    """Run the learner's ``train_ddp`` (``fn``, sent by value) on this rank under the spies; return what it did."""
     import torch.distributed as dist
 
-    fn = learner.rebuild()
     spy = _TrainSpy(rank, checkpoint)
     error, returned = None, None
     with warnings.catch_warnings(), patched(spy.changes, namespaces=[fn.__globals__]):
@@ -175,9 +174,9 @@ def graded_train(rank: int, world_size: int, learner: Any, x: torch.Tensor, y: t
     return {**spy.notes, "returned": returned, "error": error}
 
 
-def graded_average(rank: int, world_size: int, learner: Any, x: torch.Tensor, y: torch.Tensor, seed: int,
+def graded_average(rank: int, world_size: int, fn: Any, x: torch.Tensor, y: torch.Tensor, seed: int,
                    frozen: bool) -> dict[str, Any]:
-    """This rank's own gradients, then the learner's ``average_gradients`` on them.
+    """This rank's own gradients, then the learner's ``average_gradients`` (``fn``, sent by value) on them.
 
     What DDP would leave on every rank is the mean of the ranks' own
     gradients (chapter 06 shows it on real processes); the grader computes
@@ -203,7 +202,6 @@ def graded_average(rank: int, world_size: int, learner: Any, x: torch.Tensor, y:
             return original(tensor, *args, **kwargs)
 
         error = None
-        fn = learner.rebuild()
         with warnings.catch_warnings(), patched([(dist, "all_reduce", spy)], namespaces=[fn.__globals__]):
             warnings.simplefilter("ignore")
             try:
