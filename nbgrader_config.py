@@ -31,11 +31,18 @@ c.CourseDirectory.db_url = "sqlite:///gradebook.db"
 # "needs manual grade" with no score: put the cell back from the source and grade it.
 c.OverwriteCells.add_missing_cells = True
 
-# One cell may not stall a whole class: seconds per cell, and fewer per grade cell (the chapters' checks
-# take under 0.5 s on a CPU), so an answer that loops forever, called by every check of a chapter, costs
-# at most (grade cells) x 15 s; a cell that ignores the interrupt or kills the kernel is skipped and the
-# rest graded (course_tools/grading/execute.py).
-c.Execute.timeout = 60
+# One cell may not stall a whole class, and a busy machine may not cost a correct answer a point: limits in
+# CPU time (the kernel and every process it starts), which the machine's load hardly changes
+# (course_tools/grading/watchdog.py). A grade cell may use 20 s of CPU; one that needs more is compared with
+# the reference solution on this machine, and gets 3x the reference's cost where that is more
+# (course_tools/grading/reference.py). A cell that uses almost no CPU for 60 s (a sleep, a deadlock) is
+# interrupted; one that ignores the interrupt or kills the kernel is skipped and the rest graded
+# (course_tools/grading/execute.py). c.Execute.timeout is only the outer wall-clock limit per cell.
+c.GradingLimits.cell_cpu = 60
+c.GradingLimits.grade_cell_cpu = 20
+c.GradingLimits.cpu_factor = 3
+c.GradingLimits.stall = 60
+c.Execute.timeout = 600
 c.Execute.interrupt_on_timeout = True
 
 # Heavy demonstrations do not count towards any grade; skip them while grading.
@@ -50,8 +57,7 @@ c.Autograde.sanitize_preprocessors = Autograde.class_traits()["sanitize_preproce
 from course_tools.grading.execute import LimitedExecute  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
-c.GradingLimits.notebook_timeout = 900
-c.GradingLimits.grade_cell_timeout = 15
+c.GradingLimits.notebook_timeout = 1800
 # Learner code runs in a bubblewrap sandbox (course_tools/grading/sandbox.py): no course files, no network,
 # writes only in its scratch folder. Without bubblewrap grading stops; only for trusted submissions:
 # c.GradingLimits.sandbox = False   (or `python -m course_tools grade --no-sandbox`)

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_cases"))
 import matrix  # noqa: E402
 
-from course_tools.grading.cli import main as cli  # noqa: E402
+from course_tools.cli import main as cli  # noqa: E402
 from course_tools.grading.course import Course  # noqa: E402
 from course_tools.grading.release import generate_release  # noqa: E402
 from course_tools.grading.status import tamper_findings  # noqa: E402
@@ -296,18 +296,22 @@ def test_scores_have_one_source_of_truth_resubmission_and_override(graded):
     assert not (root / "autograded" / "solved" / matrix.ASSIGNMENT).exists()
 
 
-def test_grade_cells_get_the_shorter_limit():
+def test_cells_get_cpu_budgets_and_the_wall_clock_limit_is_only_the_outer_one():
     from traitlets.config import Config
 
     from course_tools.grading.execute import LimitedExecute
 
     cfg = Config()
-    cfg.Execute.timeout = 60
-    cfg.GradingLimits.grade_cell_timeout = 15
+    cfg.Execute.timeout = 600
+    cfg.GradingLimits.cell_cpu = 60
+    cfg.GradingLimits.grade_cell_cpu = 20
     ex = LimitedExecute(config=cfg)
     grade = nbformat.v4.new_code_cell("pass", metadata=matrix._meta(grade=True, solution=False, locked=True,
                                                                      grade_id="g", points=1))
-    assert ex._get_timeout(grade) == 15 and ex._get_timeout(nbformat.v4.new_code_cell("pass")) == 60
+    plain = nbformat.v4.new_code_cell("pass")
+    assert ex._cpu_budget(grade) == 20 and ex._cpu_budget(plain) == 60
+    assert ex._get_timeout(grade) == ex._get_timeout(plain) == 600
+    assert LimitedExecute(config=cfg, calibrating=True)._cpu_budget(grade) is None  # measuring the reference
 
 
 def test_without_a_sandbox_grading_stops_unless_the_instructor_opts_out(tmp_path, monkeypatch, capsys):

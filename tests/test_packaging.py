@@ -109,7 +109,7 @@ def test_a_non_editable_install_has_every_subpackage_and_grades(released_course,
     def run(*args):
         return subprocess.run([sys.executable, *args], cwd=course, env=env, capture_output=True, text=True, timeout=600)
 
-    where = run("-c", "import helpers, helpers.checks.core, course_tools.grading.cli; print(helpers.__file__)")
+    where = run("-c", "import helpers, helpers.checks.core, course_tools.cli; print(helpers.__file__)")
     assert where.returncode == 0 and where.stdout.strip().startswith(str(site)), where.stdout + where.stderr
     assert run("-m", "course_tools", "grade", "--help").returncode == 0
     assert run("-m", "nbgrader", "db", "student", "add", "alice").returncode == 0

@@ -4,9 +4,15 @@
 
 - the memory cap and the sandbox on the kernel (``CappedKernelManager``);
 - the output cap, applied while output arrives;
-- a shorter time limit for grade cells (``c.GradingLimits.grade_cell_timeout``),
-  so an answer that loops forever, called by every check, costs
-  (grade cells) x (that limit), not (grade cells) x ``c.Execute.timeout``;
+- limits in CPU time, which a busy machine cannot turn against a correct answer
+  (``watchdog.CellWatch``): ``c.GradingLimits.cell_cpu`` per cell, and
+  ``grade_cell_cpu`` per grade cell, so an answer that loops forever, called by
+  every check, costs (grade cells) x (that budget); a cell that stalls (almost
+  no CPU for ``stall`` seconds) is interrupted too. A grade cell that spends its
+  budget is compared with the reference solution on this machine
+  (``reference.reference_costs``): where the reference needs more, the notebook
+  is graded again with ``cpu_factor`` times the reference's cost; otherwise its
+  message says what the answer used against what the reference uses;
 - recovery from a *fatal* cell: one that kills the kernel (``os._exit``, a
   signal, a segfault) or ignores the interrupt at its time limit. The run
   starts again with a fresh kernel from the first cell, that cell blanked and
@@ -18,6 +24,7 @@ The error outputs carry ``FATAL_ENAMES``; ``course_tools.grading.status`` reads 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -29,6 +36,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
 from course_tools.grading.limits import OUTPUT_CUT_MARK, CappedKernelManager, GradingLimits
+from course_tools.grading.watchdog import CellWatch, Stop
 
 __all__ = ["LimitedExecute", "FATAL_ENAMES", "KERNEL_DIED", "INTERRUPT_IGNORED"]
 
@@ -37,6 +45,14 @@ INTERRUPT_IGNORED = "InterruptIgnored"
 FATAL_ENAMES = (KERNEL_DIED, INTERRUPT_IGNORED)
 #: Fatal cells recovered from in one notebook before the rest is given up (each costs a kernel start and a replay).
 MAX_FATAL = 20
+
+
+#: the ename of a cell stopped at its limit (nbclient's own name for a cell past its time, which status reads)
+TIMED_OUT = "CellTimeoutError"
+
+
+class GradeAgain(Exception):
+    """A grade cell's budget proved too small for this machine's reference solution: grade the notebook again."""
 
 
 class FatalCell(Exception):
@@ -55,6 +71,17 @@ def _size(msg) -> int:
     return len(json.dumps(content.get("data", content), default=str))
 
 
+def _grade_id(cell) -> str:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+
+
+def _where(config, resources: dict) -> dict:
+    """The course root, assignment and notebook being graded (nbgrader's resources), for the reference."""
+    found = dict(resources.get("nbgrader", {}))
+    found["root"] = config.get("CourseDirectory", {}).get("root") or os.getcwd()
+    return found
+
+
 def is_grade_cell(cell) -> bool:
     return bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade")) and cell.get("cell_type") == "code"
 
@@ -66,12 +93,17 @@ class LimitedExecute(Execute):
     what happened to the cell.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, calibrating: bool = False, **kwargs):
         kwargs.setdefault("kernel_manager_class", CappedKernelManager)
         super().__init__(*args, **kwargs)
         self.limits = GradingLimits(config=self.config)
+        self.calibrating = calibrating  # measuring the reference (reference.py): no CPU budget, costs recorded
+        self.grade_cell_cpu: dict[str, float] = {}  # grade_id -> CPU seconds its last run used
         self._emitted: dict[int, int] = {}
         self._fatal: dict[int, FatalCell] = {}
+        self._budget: dict[str, float] = {}  # grade_id -> a CPU budget raised for this machine's reference
+        self._reference: dict[str, float] | None = None
+        self._where: dict = {}
         self.shutdown_kernel = "immediate"  # nothing to save in a grading kernel; a hung one must not wait
 
     def create_kernel_manager(self):
@@ -84,22 +116,71 @@ class LimitedExecute(Execute):
         return km
 
     # --- time limits ------------------------------------------------------------------------
-    def _get_timeout(self, cell):
-        timeout = super()._get_timeout(cell)
-        if cell is not None and is_grade_cell(cell) and self.limits.grade_cell_timeout > 0:
-            timeout = min(timeout or self.limits.grade_cell_timeout, self.limits.grade_cell_timeout)
-        return timeout
+    def _cpu_budget(self, cell) -> float | None:
+        if self.calibrating:
+            return None
+        if is_grade_cell(cell):
+            return self._budget.get(_grade_id(cell), self.limits.grade_cell_cpu)
+        return self.limits.cell_cpu
+
+    def _kernel_pid(self) -> int | None:
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        return getattr(process, "pid", None)
+
+    def _reference_cpu(self, grade_id: str) -> float | None:
+        """What the reference solution's run of this grade cell costs on this machine (None: not known)."""
+        if self._reference is None:
+            from course_tools.grading.reference import reference_costs
+
+            where = self._where
+            try:
+                self._reference = reference_costs(Path(where["root"]), where["assignment"], where["notebook"])
+            except (KeyError, OSError, ValueError) as err:
+                self.log.warning("no reference cost for this notebook: %s", err)
+                self._reference = {}
+        return self._reference.get(grade_id)
+
+    def _stopped(self, cell, stop: Stop) -> str:
+        """The message of a cell stopped at its limit; or GradeAgain where the budget was this machine's fault."""
+        if stop.reason == "stall":
+            return (f"this cell stopped making progress: it used {stop.cpu_s:.1f} s of CPU in {stop.wall_s:.0f} s "
+                    f"(a sleep, a deadlock, or a wait for input?), so it was interrupted")
+        budget = self._cpu_budget(cell)
+        text = f"this cell ran past its limit of {budget:g} s of CPU time (it used {stop.cpu_s:.1f} s in " \
+               f"{stop.wall_s:.0f} s): a loop that never ends, or far more work than the task needs"
+        if not is_grade_cell(cell):
+            return text
+        gid = _grade_id(cell)
+        reference = self._reference_cpu(gid)
+        if reference is None:
+            return text
+        if self.limits.cpu_factor * reference > budget:
+            self._budget[gid] = self.limits.cpu_factor * reference
+            raise GradeAgain(gid)
+        return f"{text}; the reference solution uses {reference:.1f} s of CPU for this check on this machine"
+
+    def _mark_stopped(self, cell, stop: Stop) -> None:
+        message = self._stopped(cell, stop)
+        kept = [o for o in cell.outputs if o.get("output_type") != "error"]
+        cell.outputs = [*kept, new_output("error", ename=TIMED_OUT, evalue=message,
+                                          traceback=[f"{TIMED_OUT}: {message}"])]
 
     # --- fatal cells ------------------------------------------------------------------------
     def preprocess(self, nb, resources=None, km=None):
-        """Run the notebook; after a fatal cell, run it again from the start with that cell blanked."""
+        """Run the notebook; after a fatal cell, run it again from the start with that cell blanked (after a
+        budget raised for this machine, run it again as it is)."""
         original = copy.deepcopy(nb)
         self._fatal = {}
+        self._where = _where(self.config, resources or {})
         while True:
             self._emitted = {}  # counts are per run: cell indices repeat across notebooks and runs
             work = copy.deepcopy(original)
             try:
                 result = super().preprocess(work, resources, km=km)
+            except GradeAgain as again:
+                self.log.warning("`%s` needs more CPU on this machine than its budget; grading again", again)
+                continue
             except FatalCell as fatal:
                 self.log.warning("cell %d: %s; grading again without it", fatal.index + 1, fatal.why)
                 self._fatal[fatal.index] = fatal
@@ -116,10 +197,17 @@ class LimitedExecute(Execute):
             cell.outputs = [new_output("error", ename=fatal.ename, evalue=fatal.why,
                                        traceback=[f"{fatal.ename}: {fatal.why}"])]
             return cell, resources
+        pid = self._kernel_pid()
+        watch = CellWatch(pid, self._cpu_budget(cell), self.limits.stall, self.limits.interrupt_grace) if (
+            pid is not None and cell.get("cell_type") == "code") else None
         try:
-            return super().preprocess_cell(cell, resources, index)
+            with watch or contextlib.nullcontext():
+                result = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self.shutdown_kernel = "immediate"
+            if watch is not None and watch.stop is not None:
+                raise FatalCell(index, INTERRUPT_IGNORED, f"{self._stopped(cell, watch.stop)}; it ignored the "
+                                                          "interrupt, so it was skipped and the rest graded") from None
             raise FatalCell(index, KERNEL_DIED, "the kernel died while this cell ran (os._exit, a signal or a "
                                                 "crash); this cell was skipped and the rest graded") from None
         except CellTimeoutError as err:
@@ -129,6 +217,11 @@ class LimitedExecute(Execute):
             raise FatalCell(index, INTERRUPT_IGNORED, f"this cell ran past its {self._get_timeout(cell)} s limit "
                                                       "and ignored the interrupt; it was skipped and the rest "
                                                       "graded") from None
+        if watch is not None and is_grade_cell(cell):
+            self.grade_cell_cpu[_grade_id(cell)] = round(watch.cpu_s, 3)
+        if watch is not None and watch.stop is not None:
+            self._mark_stopped(result[0], watch.stop)
+        return result
 
     # --- output cap ---------------------------------------------------------------------------
     def output(self, outs, msg, display_id, cell_index):

@@ -5,17 +5,25 @@ The caps, all set in ``nbgrader_config.py``:
 =====================  ===========================================  ==================================
 cap                    setting                                      enforced by
 =====================  ===========================================  ==================================
-time per cell          ``c.Execute.timeout`` (s)                    nbgrader: interrupts the kernel
+CPU time per cell      ``c.GradingLimits.cell_cpu`` (s);            ``LimitedExecute`` through
+                       ``c.GradingLimits.grade_cell_cpu`` for a     ``watchdog.CellWatch``: interrupt,
+                       grade cell, raised to ``cpu_factor`` x the   then kill; the kernel and every
+                       reference's cost where that is more          process it starts
+a cell that stalls     ``c.GradingLimits.stall`` (s with almost     ``watchdog.CellWatch``
+                       no CPU)
+wall time per cell     ``c.Execute.timeout`` (s): the outer limit   nbgrader: interrupts the kernel
 time per notebook      ``c.GradingLimits.notebook_timeout`` (s)     ``course_tools.grading.grade``: kills the
-                                                                    whole autograde process tree
+                                                                    whole autograde process tree; a timed-out
+                                                                    submission is graded once more, alone
 memory of the kernel   ``c.GradingLimits.memory_mb``                ``RLIMIT_DATA`` in the kernel process:
                                                                     an allocation past it raises MemoryError
 output per cell        ``c.GradingLimits.output_kb``                ``LimitedExecute``: output past it is
                                                                     dropped while it arrives, never stored
-time per grade cell    ``c.GradingLimits.grade_cell_timeout`` (s)   ``LimitedExecute`` (the lower of it and
-                                                                    ``c.Execute.timeout``)
 sandbox                ``c.GradingLimits.sandbox``                  ``CappedKernelManager`` (bubblewrap)
 =====================  ===========================================  ==================================
+
+Why CPU time and not wall-clock time: a grading machine is shared, and its load is nobody's answer
+(``course_tools.grading.watchdog`` says what was measured).
 
 Why ``RLIMIT_DATA`` and not ``RLIMIT_AS``: the address-space limit also counts
 shared libraries and the huge reservations a CUDA context makes, so a cap low
@@ -40,7 +48,7 @@ import tempfile
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Float, Integer, Unicode
 from traitlets.config import Configurable
 
 __all__ = [
@@ -64,9 +72,24 @@ class GradingLimits(Configurable):
     output_kb = Integer(256, help="Output one cell may produce, in KiB; the rest is dropped (0: no cap).").tag(
         config=True
     )
-    grade_cell_timeout = Integer(
-        20, help="Seconds one grade cell may run (at most c.Execute.timeout): bounds a looping answer called by "
-                 "every check to (grade cells) x this."
+    cell_cpu = Float(
+        60, help="CPU seconds one cell may use, in its kernel and every process it starts (course_tools/grading/"
+                 "watchdog.py: CPU time, which a busy machine hardly changes, not wall-clock time)."
+    ).tag(config=True)
+    grade_cell_cpu = Float(
+        20, help="CPU seconds one grade cell may use before the reference solution's cost on this machine is "
+                 "consulted (course_tools/grading/reference.py): bounds a looping answer called by every check."
+    ).tag(config=True)
+    cpu_factor = Float(
+        3.0, help="A grade cell whose reference solution needs more than grade_cell_cpu here gets this many times "
+                  "the reference's CPU time."
+    ).tag(config=True)
+    stall = Float(
+        60, help="Seconds of wall-clock time in which a cell that uses almost no CPU (a sleep, a deadlock, a wait "
+                 "for input) is interrupted; c.Execute.timeout stays the outer wall-clock limit."
+    ).tag(config=True)
+    interrupt_grace = Float(
+        10, help="Seconds an interrupted cell has to stop before its kernel and every process under it are killed."
     ).tag(config=True)
     sandbox = Bool(
         True, help="Run the learner's kernel in the bubblewrap sandbox (course_tools/grading/sandbox.py); grading "

@@ -17,7 +17,7 @@ crashed     nbgrader exited non-zero for any reason but a timeout (its log      
             "can't allocate memory" (the memory cap held it)
 timed out   the whole-submission cap killed the run (``notebook_timeout``), or  none, or the
             a cell hit its limit (``c.Execute.timeout``, or                      score when the
-            ``c.GradingLimits.grade_cell_timeout`` for a grade cell): a          run finished
+            its CPU budget, ``c.GradingLimits.grade_cell_cpu``, or a stall): a   run finished
             ``CellTimeoutError`` output (interrupted), or ``InterruptIgnored``
             (it ignored the interrupt: skipped, the rest graded)
 tampered    a locked cell is missing from the submission or lost its nbgrader   the score of
@@ -86,8 +86,9 @@ class Evidence:
     tampered: list[str] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
-    cell_timeout: float | None = None
-    grade_cell_timeout: float | None = None
+    cell_timeout: float | None = None  #: the wall-clock limit per cell (c.Execute.timeout)
+    cell_cpu: float | None = None  #: CPU seconds per cell (c.GradingLimits.cell_cpu)
+    grade_cell_cpu: float | None = None  #: CPU seconds per grade cell before the reference is consulted
     memory_mb: int | None = None
     notes: list[str] = field(default_factory=list)  # said in the detail, change no status
 
@@ -211,8 +212,9 @@ def _skipped(cells: str) -> str:
 
 
 def _limits_text(ev: Evidence) -> str:
-    if ev.grade_cell_timeout and ev.cell_timeout and ev.grade_cell_timeout < ev.cell_timeout:
-        return f"the time limit ({ev.grade_cell_timeout:g} s for a grade cell, {ev.cell_timeout:g} s for others)"
+    if ev.grade_cell_cpu and ev.cell_cpu:
+        return (f"its limit ({ev.grade_cell_cpu:g} s of CPU for a grade cell, or 3x the reference solution's "
+                f"cost here where that is more; {ev.cell_cpu:g} s for others; or a stall)")
     return f"the {ev.cell_timeout:g} s limit" if ev.cell_timeout else "the time limit"
 
 

@@ -27,9 +27,10 @@ def patched(changes: Iterable[Change], namespaces: Iterable[dict] = ()) -> Itera
     An attribute the owner lacks (``torch.accelerator`` differs between torch
     versions) is skipped rather than created, so a stand-in never invents API.
     In each dict of ``namespaces`` (a learner's module globals), a name bound
-    to a replaced original is rebound to its replacement too, and put back
-    on exit; other names, including ones the learner adds meanwhile, are left
-    alone (``mock.patch.dict`` would clear and refill the whole dict).
+    to a replaced original, or to a ``functools.partial`` of one, is rebound
+    to its replacement (a partial of it) too, and put back on exit; other
+    names, including ones the learner adds meanwhile, are left alone
+    (``mock.patch.dict`` would clear and refill the whole dict).
     """
     last: dict[tuple[int, str], Change] = {}
     for owner, attr, new in changes:  # a later change of the same attribute wins
@@ -45,11 +46,23 @@ def patched(changes: Iterable[Change], namespaces: Iterable[dict] = ()) -> Itera
             stack.enter_context(mock.patch.object(owner, attr, new))
         for ns in namespaces:
             for name, value in list(ns.items()):
-                hit = replacement.get(id(value))
-                if hit is not None and hit[0] is value:
+                new = _rebound(value, replacement)
+                if new is not None:
                     stack.callback(ns.__setitem__, name, value)
-                    ns[name] = hit[1]
+                    ns[name] = new
         yield
+
+
+def _rebound(value: Any, replacement: dict[int, tuple[Any, Any]]) -> Any:
+    """What a learner's binding becomes while originals are replaced: the replacement, a partial of it, or None."""
+    hit = replacement.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    if isinstance(value, functools.partial):
+        inner = replacement.get(id(value.func))
+        if inner is not None and inner[0] is value.func:
+            return functools.partial(inner[1], *value.args, **value.keywords)
+    return None
 
 
 class CallLog:

@@ -75,10 +75,13 @@ MAX_SCORE = 3.0
 #: Short caps so the whole matrix runs in about two minutes and cannot exhaust the machine.
 LIMITS = """
 # --- test course: short limits ---
-c.Execute.timeout = 5
-c.GradingLimits.grade_cell_timeout = 3
+c.Execute.timeout = 60
+c.GradingLimits.cell_cpu = 5
+c.GradingLimits.grade_cell_cpu = 3
+c.GradingLimits.stall = 4
+c.GradingLimits.interrupt_grace = 3
 c.Deadlines.due = {"01_tiny": "2025-01-15 09:30:00 UTC"}
-c.GradingLimits.notebook_timeout = 40
+c.GradingLimits.notebook_timeout = 180
 c.GradingLimits.memory_mb = 1024
 c.GradingLimits.output_kb = 64
 """
