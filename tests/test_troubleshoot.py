@@ -54,6 +54,14 @@ def test_explain_error_says_none_for_an_unrelated_error():
     assert ts.explain_error(KeyError("config")) is None
 
 
+def test_chapter_02_explains_device_errors_in_chapter_07s_words():
+    from helpers import device as dev
+
+    for err in (ts.reproduce("device mismatch"), RuntimeError("Torch not compiled with CUDA enabled")):
+        found, said = ts.explain_error(err), dev.explain_device_error(err)
+        assert found.cause in said and found.fix in said  # one table of rules (helpers.errors), read by both
+
+
 def test_cuda_texts_name_their_source():
     for entry in ts.CUDA_TEXTS.values():
         assert "pytorch/pytorch#" in entry["source"] and entry["text"]
