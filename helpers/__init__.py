@@ -9,7 +9,7 @@ Floors (imports only go down; tests/test_architecture.py enforces them):
     checks       checks/ (what grade cells use: never imported by the modules below)
     techniques   amp  dataloader  ddp  troubleshoot   (no technique imports another)
     measuring    benchmark  memory
-    ground       device  machine  models  plots
+    ground       device  errors  machine  models  plots
 """
 
 __all__ = ["__version__"]
