@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from helpers import errors
+
 __all__ = [
     "DEVICE_ENV_VAR",
     "DeviceUnavailableError",
@@ -166,9 +168,8 @@ def to_device(batch: Any, device: str | torch.device, non_blocking: bool | None 
     return move(batch)
 
 
-#: torch's texts for "CUDA asked for, none here", lower-cased: a CPU build, a CUDA build with no GPU
-#: visible, and a CUDA build on a machine without the NVIDIA driver (a Linux laptop's default pip torch)
-_CUDA_MISSING = ("not compiled with cuda", "no cuda gpus are available", "no nvidia driver")
+#: The categories of helpers.errors.RULES that are chapter 02's: a device mix-up, and CUDA asked for where there is none.
+_DEVICE_RULES = ("device", "no-cuda")
 
 
 def explain_device_error(err: BaseException) -> str | None:
@@ -180,15 +181,8 @@ def explain_device_error(err: BaseException) -> str | None:
     CUDA enabled" (code that hard-codes ``.cuda()`` run on a CPU build), "Found
     no NVIDIA driver on your system" (the same code on a CUDA build of torch
     without a GPU: what a plain ``pip install torch`` gives a Linux laptop).
+    The words are chapter 07's too (:data:`helpers.errors.RULES`); only the
+    device rules are read here, so any other error is left to its traceback.
     """
-    text = str(err)
-    lowered = text.lower()
-    if "same device" in text or "not on the expected device" in text:
-        return ("two tensors (or a tensor and the model's weights) are on different devices: "
-                "move the input to the model's device with x = x.to(device), and the model too if it is not "
-                "there yet (model.to(device)), before the forward pass.")
-    if any(words in lowered for words in _CUDA_MISSING):
-        return ("the code asked for CUDA explicitly (.cuda(), device='cuda') on a machine without it: "
-                "use the device you were given (or ask torch.cuda.is_available() first) instead of hard-coding "
-                "'cuda'.")
-    return None
+    found = errors.diagnosis_of(err, _DEVICE_RULES)
+    return None if found is None else f"{found.cause}: {found.fix}."

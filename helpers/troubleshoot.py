@@ -53,6 +53,7 @@ from torch.utils.data import Dataset
 
 from helpers import benchmark
 from helpers import device as dev
+from helpers import errors
 from helpers import memory
 
 __all__ = [
@@ -188,48 +189,8 @@ CUDA_TEXTS: dict[str, dict[str, str]] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Diagnosis:
-    """What an error means: a short ``category``, its likely ``cause``, and the ``fix``."""
-
-    category: str
-    cause: str
-    fix: str
-
-    def __str__(self) -> str:
-        return f"[{self.category}] {self.cause}\n  fix: {self.fix}"
-
-
-_RULES: list[tuple[tuple[str, ...], Diagnosis]] = [
-    (("out of memory",), Diagnosis(
-        "memory", "the tensors alive at that moment did not fit in the device's memory",
-        "smaller batch, autocast (AMP), gradient accumulation, torch.no_grad()/inference_mode() for "
-        "evaluation; free what a failed attempt left (flag in except, free outside)")),
-    (("dtype", "scalar type"), Diagnosis(
-        "dtype", "tensors of different dtypes meet (float64 data into a float32 model, float class labels)",
-        "convert: x.float() for inputs, y.long() for class labels")),
-    (("shape", "size of tensor", "batch_size", "size mismatch"), Diagnosis(
-        "shape", "the tensors' shapes do not fit together (features, batch size)",
-        "print x.shape before the failing layer; reshape, or fix the layer's in_features")),
-    (("same device", "expected device", "device type"), Diagnosis(
-        "device", "the model and its input (or two inputs) are on different devices",
-        "move both to one device: model.to(device), x = x.to(device), y = y.to(device)")),
-    (("between 0 and 1",), Diagnosis(
-        "range", "BCELoss was given values outside [0, 1] (logits, not probabilities)",
-        "use BCEWithLogitsLoss on the raw logits (or apply sigmoid first)")),
-    (("device-side assert", "n_classes", "index out of range", "out of bounds"), Diagnosis(
-        "index", "an index out of range: a label >= number of classes, a negative label, an Embedding index "
-        "beyond its rows (on CUDA this is the usual 'device-side assert')",
-        "check labels and indices: 0 <= label < num_classes (y.min(), y.max()); rerun on the CPU or with "
-        "CUDA_LAUNCH_BLOCKING=1 to see where")),
-    (("nan", "inf values", "non-finite", "not finite"), Diagnosis(
-        "nan", "a NaN or Inf appeared (log(0), division by zero, a learning rate too large)",
-        "find the first non-finite tensor (detect_anomaly, torch.isfinite), use log_softmax/cross_entropy, "
-        "clip gradients, lower the learning rate")),
-    (("not compiled with cuda", "no cuda gpus", "nvidia driver"), Diagnosis(
-        "no-cuda", "the code asks for CUDA on a machine (or a torch build) without it",
-        "pick the device once (torch.cuda.is_available()) and pass it around; never hard-code 'cuda'")),
-]
+#: The course's one reading of an error (helpers.errors): chapter 02's explain_device_error reads the same table.
+Diagnosis = errors.Diagnosis
 
 
 def explain_error(err: BaseException | str) -> Diagnosis | None:
@@ -237,15 +198,10 @@ def explain_error(err: BaseException | str) -> Diagnosis | None:
 
     Read from the message, not the type: torch raises RuntimeError for most
     of these, and a CUDA error reaches you only as text. A
-    ``torch.OutOfMemoryError`` is memory whatever it says.
+    ``torch.OutOfMemoryError`` is memory whatever it says. The rules, in
+    order, are :data:`helpers.errors.RULES`.
     """
-    if isinstance(err, torch.OutOfMemoryError):
-        return _RULES[0][1]
-    text = str(err).lower()
-    for needles, diagnosis in _RULES:
-        if any(needle in text for needle in needles):
-            return diagnosis
-    return None
+    return errors.diagnosis_of(err)
 
 
 def cuda_assert_in_subprocess(blocking: bool = True, timeout: float = 120.0) -> str:

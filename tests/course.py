@@ -7,6 +7,7 @@ course the same way and a new chapter is picked up without editing a test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,10 +15,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import psutil
 
 from course_tools.paths import assignments
 from helpers.ddp import free_port  # noqa: F401 - re-exported: the one free_port, for the servers tests start
@@ -185,3 +189,33 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def _children(count_zombies: bool) -> list[psutil.Process]:
+    """This process's children and grandchildren; a zombie (ended, not yet waited for) only if counted."""
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if count_zombies or p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.NoSuchProcess:  # ended between the listing and the look
+            pass
+    return found
+
+
+@contextlib.contextmanager
+def no_child_left(count_zombies: bool = False, wait: float = 5.0) -> Iterator[None]:
+    """After the block, no child (nor grandchild) that the block started is left.
+
+    Children there before are another test's (a kernel, multiprocessing's
+    resource tracker, in the same pytest-xdist worker), not the block's. One
+    that is exiting gets ``wait`` seconds to go. A zombie runs nothing, so it
+    is not counted unless ``count_zombies``: for code whose job is also to
+    reap what it started.
+    """
+    before = {p.pid for p in _children(count_zombies=True)}
+    yield
+    deadline = time.monotonic() + wait
+    while (left := [p for p in _children(count_zombies) if p.pid not in before]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == [], f"processes left behind: {left}"

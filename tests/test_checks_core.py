@@ -150,3 +150,20 @@ def test_a_warning_filter_set_to_error_still_raises():
         warnings.simplefilter("error", FutureWarning)
         with pytest.raises(FutureWarning):
             solved(step)
+
+
+def test_a_checks_own_warnings_are_dropped_and_the_learners_still_become_notes(capsys):
+    import warnings
+
+    from helpers.checks.core import warnings_dropped
+
+    def step():
+        warnings.warn("learner's", UserWarning)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with warnings_dropped():
+            warnings.warn("the check's own", UserWarning)  # neither raised nor printed
+            solved(step)
+    out, err = capsys.readouterr()
+    assert err == "" and "learner's" in out and "the check's own" not in out

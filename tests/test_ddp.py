@@ -1,8 +1,8 @@
 """helpers.ddp: N processes from a notebook, a grader or pytest: a free port each run, a bounded time, every
 process reaped, a crash that names its rank; portable() sends by value (cloudpickle) what has no importable name.
 
-Every test that starts processes checks that none is left behind (psutil). No test uses a fixed port, so
-two runs of this file at once do not collide.
+Every test that starts processes checks that none is left behind (course.no_child_left). No test uses a fixed
+port, so two runs of this file at once do not collide.
 """
 
 import multiprocessing
@@ -15,34 +15,21 @@ import textwrap
 import threading
 import time
 
-import psutil
 import pytest
 import torch
 
+from course import no_child_left
 from helpers import ddp
 from helpers.checks import fake_machine
 from helpers.checks.ch06 import reference_weights
 from helpers.models import make_regression
 
 
-def _new_children(before):
-    return [p for p in psutil.Process().children(recursive=True)
-            if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
-
-
 @pytest.fixture
 def no_leftovers():
-    """After the test, this process has no child (nor grandchild) left that the test started.
-
-    Children that were there before (another test's kernel or multiprocessing's resource tracker, in the
-    same pytest-xdist worker) are not this test's.
-    """
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    yield
-    deadline = time.monotonic() + 5
-    while _new_children(before) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _new_children(before) == []
+    """After the test, this process has no child (nor grandchild) left that the test started."""
+    with no_child_left():
+        yield
 
 
 def cell(source: str) -> dict:

@@ -21,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "grading_cases"))
 import matrix  # noqa: E402
 
+from course import no_child_left  # noqa: E402
 from course_tools.cli import main as cli  # noqa: E402
 from course_tools.grading.course import Course  # noqa: E402
 from course_tools.grading.release import generate_release  # noqa: E402
@@ -204,8 +205,6 @@ def test_repo_config_applies_the_caps():
 
 def test_whole_submission_cap_stops_the_run_and_its_kernel(tmp_path, monkeypatch):
     """A submission past ``notebook_timeout`` is killed with every process under it: timed out, no score."""
-    import psutil
-
     from course_tools.grading.grade import grade_one
     from course_tools.grading.limits import GradingLimits
 
@@ -217,13 +216,11 @@ def test_whole_submission_cap_stops_the_run_and_its_kernel(tmp_path, monkeypatch
     slow = matrix._solve(matrix.released(tmp_path), square="import time\ntime.sleep(4.5)\nsquare = abs\n")
     matrix.write_submission(tmp_path, "slow", matrix.ASSIGNMENT, slow)
     monkeypatch.setattr(Course, "limits", lambda self: GradingLimits(notebook_timeout=6, memory_mb=512))
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-
-    got = grade_one(course, "slow", matrix.ASSIGNMENT, ["slow"], [matrix.ASSIGNMENT])
+    with no_child_left(count_zombies=True):  # no kernel left behind, nor one left unreaped
+        got = grade_one(course, "slow", matrix.ASSIGNMENT, ["slow"], [matrix.ASSIGNMENT])
 
     assert (got.status, got.score) == ("timed out", None)
     assert "6 s" in got.detail
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # no kernel left behind
     assert not (tmp_path / "autograded" / "slow" / matrix.ASSIGNMENT).exists()
 
 

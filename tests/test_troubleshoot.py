@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from course import no_child_left
 from helpers import troubleshoot as ts
 
 
@@ -52,6 +53,14 @@ def test_explain_error_reads_cuda_texts_and_messages(err, category):
 
 def test_explain_error_says_none_for_an_unrelated_error():
     assert ts.explain_error(KeyError("config")) is None
+
+
+def test_chapter_02_explains_device_errors_in_chapter_07s_words():
+    from helpers import device as dev
+
+    for err in (ts.reproduce("device mismatch"), RuntimeError("Torch not compiled with CUDA enabled")):
+        found, said = ts.explain_error(err), dev.explain_device_error(err)
+        assert found.cause in said and found.fix in said  # one table of rules (helpers.errors), read by both
 
 
 def test_cuda_texts_name_their_source():
@@ -200,18 +209,14 @@ def test_log_training_writes_event_files_that_read_back(tmp_path):
 
 
 def test_serve_tensorboard_serves_the_logs_and_leaves_no_process(tmp_path):
-    import psutil
     from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(str(tmp_path))
     writer.add_scalar("loss/train", 1.0, 0)
     writer.close()
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    with ts.serve_tensorboard(tmp_path) as url:
+    with no_child_left(), ts.serve_tensorboard(tmp_path) as url:  # no TensorBoard server left running
         tags = json.loads(urllib.request.urlopen(url + "data/plugin/scalars/tags", timeout=30).read())
     assert "loss/train" in next(iter(tags.values()))
-    after = {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
-    assert after <= before, "a TensorBoard server was left running"
 
 
 def test_runs_folder_honours_course_runs(tmp_path, monkeypatch):

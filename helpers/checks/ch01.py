@@ -22,7 +22,6 @@ import re
 import threading
 import time
 import timeit
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ from helpers import benchmark
 from helpers import device as course_device
 from helpers.benchmark import format_seconds
 from helpers.checks import delegation
-from helpers.checks.core import CheckFailed, check, check_equal, solved
+from helpers.checks.core import CheckFailed, check, check_equal, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine, cpu_only_machine
 from helpers.checks.patching import Change, patched
@@ -93,14 +92,6 @@ def as_seconds(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return seconds if math.isfinite(seconds) else None
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Keep the learner's warnings off stderr: nbgrader scores a cell that writes there 0, and a warning costs nothing."""
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        yield
 
 
 def _namespaces(fn: Any) -> list[dict]:
@@ -235,7 +226,7 @@ def simulate_timer(timer: Callable[..., Any], kind: str | torch.device,
 
     def attempt(arg: Any) -> tuple[SimulatedDevice, Any]:
         sim = SimulatedDevice(str(kind))
-        with sim.active(_namespaces(timer)), _quiet():
+        with sim.active(_namespaces(timer)), warnings_dropped():
             return sim, solved(timer, sim.kernel(durations), sim.device if arg is None else arg, **kwargs)
 
     try:
@@ -283,7 +274,7 @@ def _time_on_cpu(timer: Callable[..., Any], device: Any, **kwargs: Any) -> tuple
         return a @ b
 
     try:
-        with cpu_only_machine(), forbid_course_versions(getattr(timer, "__name__", "")), _quiet():
+        with cpu_only_machine(), forbid_course_versions(getattr(timer, "__name__", "")), warnings_dropped():
             result = timer(fn, device, **kwargs)
         return len(calls), result
     except CheckFailed:
@@ -747,7 +738,7 @@ def _crossover_allowed(fn: Any) -> Iterator[None]:
 def _compare(compare_devices: Callable[..., Any], fake: FakeComparison, sizes: Sequence[int], accelerator: Any,
              *, crossover_is_judged: bool = False) -> Any:
     allowed = contextlib.nullcontext() if crossover_is_judged else _crossover_allowed(compare_devices)
-    with fake.active(_namespaces(compare_devices)), allowed, _quiet():
+    with fake.active(_namespaces(compare_devices)), allowed, warnings_dropped():
         return solved(compare_devices, fake.make_work, list(sizes), accelerator, timer=fake.timer)
 
 

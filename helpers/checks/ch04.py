@@ -11,20 +11,18 @@ datasets are tiny: a class is graded in minutes.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import importlib
 import statistics
 import types
-import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, get_worker_info
 
-from helpers.checks.core import CheckFailed, check, solved
+from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine
 from helpers.ddp import PortableError, portable
@@ -38,14 +36,6 @@ __all__ = [
     "check_pick_all_fail",
     "check_worker_init",
 ]
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """A warning alone never costs points, and nbgrader scores 0 for a cell that writes to stderr."""
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        yield
 
 
 # --------------------------------------------------------------------------- exercise 1: loader_for
@@ -75,7 +65,7 @@ def check_loader_pinning(fn: Callable[..., Any], machine: FakeMachine, device: A
 
     Only the loader's settings are read: a fake machine cannot pin pages.
     """
-    with _quiet(), machine.active():
+    with warnings_dropped(), machine.active():
         loader = _build(fn, TensorDataset(torch.arange(8)), device, 4, 2, 0)  # workers: only pinning is graded here
     where = f"on a machine with {machine.cuda} CUDA GPU(s){' and MPS' if machine.mps else ''}"
     if expected:
@@ -91,7 +81,7 @@ def check_loader_pinning(fn: Callable[..., Any], machine: FakeMachine, device: A
 
 def check_loader_workers(fn: Callable[..., Any], num_workers: int) -> None:
     """Workers are persistent and prefetch 4 batches each; without workers both stay unset."""
-    with _quiet(), FakeMachine().active():
+    with warnings_dropped(), FakeMachine().active():
         loader = _build(fn, TensorDataset(torch.arange(8)), "cpu", 4, num_workers, 0)
     check(loader.num_workers == num_workers, f"loader_for(..., num_workers={num_workers}) made a loader with "
           f"num_workers={loader.num_workers}: pass the count you were given.")
@@ -118,7 +108,7 @@ def check_loader_order(fn: Callable[..., Any], n: int, batch_size: int, seeds: S
     is graded elsewhere); they end with this check.
     """
     data = TensorDataset(torch.arange(n))
-    with _quiet(), FakeMachine().active():
+    with warnings_dropped(), FakeMachine().active():
         loaders = [_build(fn, data, "cpu", batch_size, 2, s) for s in (seeds[0], seeds[0], *seeds[1:])]
         size, sampler = loaders[0].batch_size, loaders[0].sampler
         try:
@@ -181,7 +171,7 @@ def check_pick(fn: Callable[..., Any], table: dict[int, Any], counts: Sequence[i
     counts = list(table) if counts is None else list(counts)
     expected = measure.expected(margin, repeats)
     call = f"pick_num_workers(measure, {counts}, margin={margin}, repeats={repeats})"
-    with _quiet():
+    with warnings_dropped():
         try:
             got = solved(fn, measure, counts, margin, repeats)
         except CheckFailed:
@@ -209,7 +199,7 @@ def _pick_hint(measure: FakeMeasure, got: Any, expected: int, margin: float, rep
 def check_pick_all_fail(fn: Callable[..., Any], table: dict[int, BaseException], repeats: int = 3) -> None:
     """When every count fails, ``pick_num_workers`` raises RuntimeError instead of inventing a count."""
     measure = FakeMeasure(table)
-    with _quiet():
+    with warnings_dropped():
         try:
             got = solved(fn, measure, list(table), 0.1, repeats)
         except CheckFailed:
@@ -360,7 +350,7 @@ def _run(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs: 
     """:func:`_draws`, with what a worker raised told in one sentence, and no worker left behind."""
     failure = None
     try:
-        with _quiet(), forbid_course_versions("seed_numpy_worker"):
+        with warnings_dropped(), forbid_course_versions("seed_numpy_worker"):
             return _draws(fn, start_method, seed, n, data_seed, epochs)
     except Exception as err:  # noqa: BLE001 - what the worker raised is the learner's mistake to report
         failure = (type(err), str(err).strip())

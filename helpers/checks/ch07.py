@@ -8,13 +8,11 @@ gives, so a learner knows which bug is still there.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import tempfile
 import time
-import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import torch
 from torch import nn
 
 from helpers import troubleshoot
-from helpers.checks.core import CheckFailed, check, solved
+from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 
 __all__ = [
     "caught",
@@ -73,19 +71,11 @@ def _number(value: Any, what: str, meaning: str = "the mean loss") -> float:
     raise CheckFailed(f"{what} returned {type(value).__name__} ({value!r:.60}); expected {meaning} as a float.")
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """A correct answer's warnings never reach stderr (nbgrader scores a cell with stderr 0)."""
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        yield
-
-
 def _train(train_epoch: Callable, model: nn.Module, lr: float, batches: list, device: Any = "cpu") -> Any:
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     calls: list[int] = []
     hook = model.register_forward_pre_hook(lambda m, args: calls.append(1))
-    with _quiet():
+    with warnings_dropped():
         try:
             result = solved(train_epoch, model, optimizer, batches, device)
             check(calls, "train_epoch never ran the model on the batches: it must train one pass over them.")
@@ -234,7 +224,7 @@ def check_eval_no_grad(evaluate: Callable, features: int, classes: int, seed: in
     recorded: list[bool] = []
     model.register_forward_hook(lambda m, args, out: recorded.append(out.requires_grad))
     torch.set_grad_enabled(True)
-    with _quiet():
+    with warnings_dropped():
         got = solved(evaluate, model, batches, "cpu")
     left_off = not torch.is_grad_enabled()
     torch.set_grad_enabled(True)
@@ -260,7 +250,7 @@ def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, 
     calls: list[int] = []
     model.register_forward_pre_hook(lambda m, args: calls.append(1))
     got = []
-    with _quiet():
+    with warnings_dropped():
         for _ in range(epochs):
             try:
                 got.append(_number(solved(train_epoch, model, optimizer, batches, "cpu"), "train_epoch"))
@@ -280,7 +270,7 @@ def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, 
 
 def caught(fn: Callable[[], Any]) -> BaseException:
     """The exception ``fn()`` raises (its warnings, e.g. anomaly mode's, are kept off stderr)."""
-    with _quiet():
+    with warnings_dropped():
         try:
             fn()
         except Exception as err:  # noqa: BLE001 - the exception is the case
@@ -295,7 +285,7 @@ _SOURCE_HINT = {
 
 
 def _diagnosis(diagnose: Callable, err: BaseException) -> tuple[str, str]:
-    with _quiet():
+    with warnings_dropped():
         result = solved(diagnose, err)
     if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(r, str) for r in result)):
         raise CheckFailed(f"diagnose returned {result!r:.80}; expected a tuple (category, fix) of two strings.")
@@ -350,7 +340,7 @@ def _profiled(profile_regions: Callable, durations: Mapping[str, float]) -> tupl
     folder = tempfile.TemporaryDirectory()
     path = Path(folder.name) / "trace.json"
     regions = {name: _sleeper(s) for name, s in durations.items()}
-    with troubleshoot.native_stderr(), _quiet():  # the profiler's C++ logging would reach stderr
+    with troubleshoot.native_stderr(), warnings_dropped():  # the profiler's C++ logging would reach stderr
         result = solved(profile_regions, regions, str(path))
     return result, path, folder
 

@@ -189,6 +189,22 @@ def warnings_as_notes() -> Iterator[None]:
             print(f"note (costs no points) — your code warned: {note if len(note) <= 300 else note[:297] + '...'}")
 
 
+@contextlib.contextmanager
+def warnings_dropped() -> Iterator[None]:
+    """Warnings raised inside the block are dropped: for what a check does itself around the learner's code.
+
+    Building a case, a fake machine, reading what the learner's function
+    returned: their warnings are no news to the learner, and on stderr they
+    would cost the cell its points (nbgrader scores 0 for a cell that writes
+    there). Filter "always": not even a filter set to "error" turns them into a
+    failure. A :func:`solved` call inside the block still reports the learner's
+    own warnings, as notes (:func:`warnings_as_notes` records them first).
+    """
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        yield
+
+
 def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the learner's ``fn``; an unsolved stub fails with a message naming the exercise.
 

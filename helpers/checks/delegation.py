@@ -43,7 +43,8 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "amp_train_step": {"helpers.amp:scaled_step": "chapter 05 names it in section 6, for use after the exercises"},
     "amp_clip_step": {"helpers.amp:scaled_step": "with max_norm; chapter 05 names it in section 6, for use after "
                                                  "the exercises"},
-    "diagnose": {"helpers.troubleshoot:explain_error": "chapter 07's own diagnosis, shown above the exercise"},
+    "diagnose": {"helpers.troubleshoot:explain_error": "chapter 07's own diagnosis, shown above the exercise",
+                 "helpers.errors:diagnosis_of": "the table of rules behind explain_error"},
     "profile_regions": {"helpers.troubleshoot:profile_regions": "chapter 07's own version",
                         "helpers.troubleshoot:region_totals": "chapter 07's trace reader, used in section 5",
                         "helpers.troubleshoot:slowest_region": "chapter 07's trace reader, used in section 5"},
