@@ -9,6 +9,7 @@ changes.
 from __future__ import annotations
 
 import csv
+import json
 import html
 import re
 import sys
@@ -227,6 +228,43 @@ def test_whole_submission_cap_stops_the_run_and_its_kernel(tmp_path, monkeypatch
 def _autograded(graded, student) -> nbformat.NotebookNode:
     path = graded.root / "autograded" / student / matrix.ASSIGNMENT / f"{matrix.ASSIGNMENT}.ipynb"
     return nbformat.read(str(path), as_version=4)
+
+
+def test_a_check_stopped_at_its_cpu_budget_says_what_the_reference_uses_here(graded):
+    """The message of a check stopped at its CPU budget gives what the answer used against the reference
+    solution's cost on this machine (measured once, in the sandbox, and kept)."""
+    (cell,) = [c for c in _autograded(graded, "loop_in_check").cells
+               if c.metadata.get("nbgrader", {}).get("grade_id") == "total-check"]
+    (error,) = [o for o in cell.outputs if o.output_type == "error"]
+    assert error.ename == "CellTimeoutError" and "s of CPU time (it used" in error.evalue, error.evalue
+    assert "the reference solution uses" in error.evalue and "on this machine" in error.evalue, error.evalue
+    kept = json.loads((graded.root / "autograded" / ".grading" / "reference-costs.json").read_text())
+    assert set(kept[f"{matrix.ASSIGNMENT}/{matrix.ASSIGNMENT}"]["cpu_s"]) == {"square-check", "total-check"}
+
+
+def test_a_check_whose_reference_needs_more_cpu_here_than_its_budget_costs_a_correct_answer_nothing(tmp_path):
+    """The budget is relative to this machine: a check that needs 1-2 s of CPU here, under a 0.3 s budget, is
+    graded again with 3x the reference's cost, and the reference answer scores full marks."""
+    from course_tools.grading.grade import grade_one
+
+    matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
+    with open(tmp_path / "nbgrader_config.py", "a") as config:
+        config.write("c.GradingLimits.grade_cell_cpu = 0.3\n")
+    source = tmp_path / "solutions" / matrix.ASSIGNMENT / f"{matrix.ASSIGNMENT}.ipynb"
+    nb = nbformat.read(str(source), as_version=4)
+    heavy = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "total-check")
+    heavy.source = heavy.source.replace('"""Check that total adds up."""\n', '"""Check that total adds up."""\n'
+                                        "work = sum(i * i for i in range(12_000_000))  # a check that computes\n")
+    nbformat.write(nb, str(source))
+    course = Course(tmp_path)
+    generate_release(tmp_path / "notebooks", [matrix.ASSIGNMENT], root=tmp_path, db_url=course.db_url)
+    with course.gradebook() as gb:
+        gb.update_or_create_student("solved")
+    matrix.write_submission(tmp_path, "solved", matrix.ASSIGNMENT, matrix.solved(matrix.released(tmp_path)))
+    got = grade_one(course, "solved", matrix.ASSIGNMENT, ["solved"], [matrix.ASSIGNMENT])
+    assert (got.status, got.score) == ("graded", matrix.MAX_SCORE), got
+    kept = json.loads((tmp_path / "autograded" / ".grading" / "reference-costs.json").read_text())
+    assert kept[f"{matrix.ASSIGNMENT}/{matrix.ASSIGNMENT}"]["cpu_s"]["total-check"] > 0.3
 
 
 def test_the_sandbox_gives_a_snooping_submission_nothing(graded):

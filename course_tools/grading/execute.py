@@ -47,6 +47,8 @@ FATAL_ENAMES = (KERNEL_DIED, INTERRUPT_IGNORED)
 MAX_FATAL = 20
 
 
+#: the words of a stall's message (status.py reads them: a stall may be the machine's load, so it is graded again)
+STALLED = "stopped making progress"
 #: the ename of a cell stopped at its limit (nbclient's own name for a cell past its time, which status reads)
 TIMED_OUT = "CellTimeoutError"
 
@@ -144,7 +146,7 @@ class LimitedExecute(Execute):
     def _stopped(self, cell, stop: Stop) -> str:
         """The message of a cell stopped at its limit; or GradeAgain where the budget was this machine's fault."""
         if stop.reason == "stall":
-            return (f"this cell stopped making progress: it used {stop.cpu_s:.1f} s of CPU in {stop.wall_s:.0f} s "
+            return (f"this cell {STALLED}: it used {stop.cpu_s:.1f} s of CPU in {stop.wall_s:.0f} s "
                     f"(a sleep, a deadlock, or a wait for input?), so it was interrupted")
         budget = self._cpu_budget(cell)
         text = f"this cell ran past its limit of {budget:g} s of CPU time (it used {stop.cpu_s:.1f} s in " \
@@ -253,3 +255,35 @@ class LimitedExecute(Execute):
             outs.append(note)
             return note
         return None
+
+
+def measure_reference(root: Path, assignment: str, notebook: str) -> dict[str, float]:
+    """{grade_id: CPU seconds} of the reference solution, run as grading runs it (demonstrations skipped, the
+    same kernel, sandbox and caps; no CPU budget), from a scratch copy of its folder's files."""
+    import shutil
+    import tempfile
+
+    import nbformat
+
+    from course_tools.grading.course import Course
+    from course_tools.grading.preprocessors import SKIPPED_SOURCE, is_demo_cell
+
+    course = Course(root)
+    folder = course.source_dir / assignment
+    nb = nbformat.read(str(folder / f"{notebook}.ipynb"), as_version=4)
+    for cell in nb.cells:
+        if is_demo_cell(cell):
+            cell.source, cell.outputs = SKIPPED_SOURCE, []
+    with tempfile.TemporaryDirectory(prefix="reference-") as work:
+        for item in folder.iterdir():
+            if item.is_file() and item.suffix != ".ipynb":
+                shutil.copy2(item, Path(work) / item.name)
+        ex = LimitedExecute(config=course.config, calibrating=True)
+        ex.preprocess(nb, {"metadata": {"path": work}})
+    return ex.grade_cell_cpu
+
+
+if __name__ == "__main__":  # what course_tools.grading.reference runs, in a process of its own
+    import sys
+
+    print(json.dumps(measure_reference(Path(sys.argv[1]), sys.argv[2], sys.argv[3])))

@@ -185,12 +185,13 @@ def forget_score(course: Course, student: str, assignment: str) -> None:
 
 def _again_alone(course: Course, outcomes: list[Outcome], roster: list[str], known: list[str],
                  progress: bool) -> list[Outcome]:
-    """Grade each timed-out submission once more, alone, after the rest: a time limit that the machine's load
-    (other submissions graded beside it, another program) made it reach is not scored. The second outcome is
-    the one kept; an answer that really loops times out again, in bounded time."""
+    """Grade once more, alone, after the rest, each submission stopped by a limit the machine's load could have
+    made it reach (the whole-submission wall-clock cap, a stall; not a spent CPU budget, which load hardly
+    changes): such a limit, reached because of other submissions graded beside it or another program, is not
+    scored. The second outcome is the one kept; an answer that really hangs is stopped again, in bounded time."""
     from tqdm.auto import tqdm
 
-    again = [i for i, o in enumerate(outcomes) if o.status == "timed out"]
+    again = [i for i, o in enumerate(outcomes) if o.load_sensitive]
     for i in tqdm(again, desc="timed out: grading again, alone", unit="submission", disable=not progress or not again):
         outcomes[i] = grade_one(course, outcomes[i].student, outcomes[i].assignment, roster, known)
     return outcomes

@@ -7,7 +7,7 @@ budget was wrong for this machine and the answer is graded again with ``cpu_fact
 cost; otherwise the timeout's message says what the answer used against what the reference uses.
 
 The reference runs only when some answer spends a budget, once per notebook, in a process of its own
-(``python -m course_tools.grading.reference``), and is kept in ``autograded/.grading/reference-costs.json``
+(``python -m course_tools.grading.execute ROOT ASSIGNMENT NOTEBOOK``), and is kept in ``autograded/.grading/reference-costs.json``
 keyed by the solution notebook's content and the machine, so an edited solution or another machine is
 measured anew. A lock file makes concurrent graders measure it once.
 """
@@ -20,10 +20,8 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 __all__ = ["machine_id", "reference_costs"]
@@ -67,35 +65,9 @@ def reference_costs(root: Path, assignment: str, notebook: str, timeout_s: float
 
 def _measure(root: Path, assignment: str, notebook: str, timeout_s: float) -> dict[str, float]:
     """Run the reference in a process of its own (nbclient cannot run a notebook inside a running one)."""
-    proc = subprocess.run([sys.executable, "-m", "course_tools.grading.reference", str(root), assignment, notebook],
+    proc = subprocess.run([sys.executable, "-m", "course_tools.grading.execute", str(root), assignment, notebook],
                           capture_output=True, text=True, timeout=timeout_s)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         return {}  # no reference figure: the budget stays as configured, and the message says none is known
     return json.loads(lines[-1])
-
-
-def _run(root: Path, assignment: str, notebook: str) -> dict[str, float]:
-    import nbformat
-
-    from course_tools.grading.course import Course
-    from course_tools.grading.execute import LimitedExecute
-    from course_tools.grading.preprocessors import SKIPPED_SOURCE, is_demo_cell
-
-    course = Course(root)
-    folder = course.source_dir / assignment
-    nb = nbformat.read(str(folder / f"{notebook}.ipynb"), as_version=4)
-    for cell in nb.cells:
-        if is_demo_cell(cell):
-            cell.source, cell.outputs = SKIPPED_SOURCE, []
-    with tempfile.TemporaryDirectory(prefix="reference-") as work:  # its files, never the course folder itself
-        for item in folder.iterdir():
-            if item.is_file() and item.suffix != ".ipynb":
-                shutil.copy2(item, Path(work) / item.name)
-        ex = LimitedExecute(config=course.config, calibrating=True)
-        ex.preprocess(nb, {"metadata": {"path": work}})
-    return ex.grade_cell_cpu
-
-
-if __name__ == "__main__":
-    print(json.dumps(_run(Path(sys.argv[1]), sys.argv[2], sys.argv[3])))

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests
 
-from course_tools.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED
+from course_tools.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED, STALLED
 
 __all__ = [
     "STATUSES",
@@ -103,9 +103,14 @@ class Outcome:
     score: float | None
     max_score: float | None
     detail: str
+    #: stopped by a limit that a loaded machine could have caused (the whole-submission wall-clock cap, or a
+    #: cell that stalled): ``grade`` grades it again, alone. Not stored: it says how the run went, not the grade.
+    load_sensitive: bool = field(default=False, compare=False)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        row = asdict(self)
+        del row["load_sensitive"]
+        return row
 
 
 def _log_findings(log: str) -> dict[str, list[str]]:
@@ -131,8 +136,11 @@ def _log_findings(log: str) -> dict[str, list[str]]:
 def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     """The one status the evidence supports, with every finding in ``detail``."""
 
+    load_sensitive = ev.killed_after is not None or any(STALLED in evalue for _, _, evalue in ev.cell_errors)
+
     def outcome(status, score=None, notes=()):
-        return Outcome(student, assignment, status, score, ev.max_score if score is not None else None, "; ".join(notes))
+        return Outcome(student, assignment, status, score, ev.max_score if score is not None else None,
+                       "; ".join(notes), load_sensitive=load_sensitive)
 
     if ev.unknown:
         return outcome("unknown", notes=ev.unknown)

@@ -126,7 +126,8 @@ class CellWatch:
 
 
 def _is_kernel(proc: psutil.Process) -> bool:
+    """The kernel's own Python process (not bubblewrap, whose command line names ipykernel too)."""
     try:
-        return any("ipykernel" in part for part in proc.cmdline())
+        return proc.name() != "bwrap" and any("ipykernel" in part for part in proc.cmdline())
     except psutil.Error:
         return False

@@ -29,6 +29,9 @@ infinite_loop        ``while True: pass`` in ``square``          timed out    2
                      (cell interrupted; ``total`` still graded)
 swallow_interrupt    a loop that catches KeyboardInterrupt       timed out    2
                      (that cell skipped, the rest graded)
+loop_in_check        ``total`` computes forever when a check     timed out    1
+                     calls it: stopped at its CPU budget, and
+                     its message gives the reference's cost
 hang_in_check        ``total`` ignores the interrupt when a      timed out    1
                      check calls it (that check skipped)
 killed_in_check      ``square`` SIGKILLs its kernel when a       crashed      2
@@ -263,6 +266,10 @@ def long_message(nb):
     return _solve(nb, total="def total(xs):\n    raise ValueError('A' * 5000)\n")
 
 
+def loop_in_check(nb):
+    return _solve(nb, total="def total(xs):\n    while True:\n        pass\n")
+
+
 def hang_in_check(nb):
     hang = ("import time\n\ndef total(xs):\n    while True:\n        try:\n            time.sleep(0.2)\n"
             "        except KeyboardInterrupt:\n            pass\n")
@@ -292,7 +299,7 @@ CASES = {
     f.__name__: f
     for f in (
         solved, blank, wrong, different, assert_true, deleted_test, stripped_meta, infinite_loop,
-        swallow_interrupt, hang_in_check, killed_in_check, memory_bomb, output_flood, dies, snoop, rot13_leak,
+        swallow_interrupt, loop_in_check, hang_in_check, killed_in_check, memory_bomb, output_flood, dies, snoop, rot13_leak,
         long_message, all_stripped, bad_json, unknown_student,
     )
 }
@@ -307,8 +314,9 @@ OUTCOMES = {
     "deleted_test": ("tampered", 3.0, "total-check"),
     "stripped_meta": ("tampered", 3.0, "total-check"),
     "infinite_loop": ("timed out", 2.0, "5 s"),
-    "swallow_interrupt": ("timed out", 2.0, "`square` ran past the time limit"),
-    "hang_in_check": ("timed out", 1.0, "`total-check` ran past the time limit (3 s for a grade cell"),
+    "swallow_interrupt": ("timed out", 2.0, "`square` ran past its limit"),
+    "loop_in_check": ("timed out", 1.0, "`total-check` ran past its limit (3 s of cpu for a grade cell"),
+    "hang_in_check": ("timed out", 1.0, "`total-check` ran past its limit (3 s of cpu for a grade cell"),
     "killed_in_check": ("crashed", 2.0, "the kernel died in `square-check`"),
     "memory_bomb": ("crashed", 2.0, "memory"),
     "output_flood": ("graded", 3.0, "output"),
