@@ -37,12 +37,14 @@ INSTRUCTOR_VIEW := $(abspath .jupyter/instructor)
 lab-instructor: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(INSTRUCTOR_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
 
+# the load tests make every core busy on purpose, so they run alone, after the rest
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not load" $(PYTEST_ARGS)
+	$(PY) -m pytest -m load -n 0 $(PYTEST_ARGS)
 
 # the unit tests and in-process exercise checks only: no notebook runs, no real nbgrader or Jupyter (about a minute)
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow" tests $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow and not load" tests $(PYTEST_ARGS)
 
 # The oldest torch the course promises is pyproject.toml's "torch>=X" (the one place it is written); this
 # target checks that promise in a second venv that holds only torch X and reuses .venv for everything else
