@@ -50,9 +50,6 @@ def measure_01(device: torch.device, sizes: tuple[int, ...] = (16, 32, 64, 128, 
     add = bench.time_callable(lambda: torch.add(x, y, out=z), device, min_run_time=min_run_time, warn=False,
                               **bench.add_work(big))
     figures = {
-        "cpu_matmul_best": best_cpu["flops_per_s"],
-        "gpu_matmul_best": best_dev["flops_per_s"],
-        "gpu_matmul_best_n": best_dev["size"],
         "speedup_smallest": speedups[0],
         "speedup_largest": speedups[-1],
         "gpu_call_floor": bench.time_callable(lambda: tiny.add_(1), device, min_run_time=min_run_time, warn=False).median,
@@ -60,6 +57,15 @@ def measure_01(device: torch.device, sizes: tuple[int, ...] = (16, 32, 64, 128, 
         "gpu_add_bandwidth": add.bytes_per_s,
     }
     skipped = {}
+    for name, best in (("cpu_matmul_best", best_cpu), ("gpu_matmul_best", best_dev)):
+        if best is None:  # a busy machine: no size measured steadily enough to name the best one
+            skipped[name] = "no size was measured steadily enough to name the best (too few blocks, or IQR >= median)"
+        else:
+            figures[name] = best["flops_per_s"]
+    if best_dev is not None:
+        figures["gpu_matmul_best_n"] = best_dev["size"]
+    else:
+        skipped["gpu_matmul_best_n"] = skipped["gpu_matmul_best"]
     crossover = bench.crossover(list(sizes), speedups)
     if crossover is None:
         skipped["crossover_n"] = f"the GPU did not win at every size from some size on (speed-ups {speedups})"
