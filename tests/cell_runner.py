@@ -30,7 +30,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import torch  # noqa: E402
 
+#: CPU seconds one cell may use in this process (SIGPROF: CPU time, which a busy machine hardly changes, as the
+#: grader's limit is: course_tools/grading/watchdog.py), and the wall-clock backstop for one that waits on nothing
 CELL_TIMEOUT_S = int(os.environ.get("COURSE_CELL_TIMEOUT", "120"))
+CELL_WALL_S = 10 * CELL_TIMEOUT_S
 
 #: Modules whose public functions and classes a check may patch; each must be back after every run.
 WATCHED_MODULES = ["torch", "torch.cuda", "torch.mps", "torch.backends.cuda", "torch.backends.mps",
@@ -42,11 +45,21 @@ WATCHED_CLASSES = [("torch.amp", "GradScaler"), ("torch.optim", "Optimizer"), ("
 
 
 class CellTimeout(BaseException):
-    """A cell ran past COURSE_CELL_TIMEOUT seconds (a BaseException, so `except Exception` cannot hide it)."""
+    """A cell ran past its limit (a BaseException, so `except Exception` cannot hide it)."""
+
+
+def _on_cpu_limit(signum, frame):
+    raise CellTimeout(f"the cell used more than {CELL_TIMEOUT_S} s of CPU")
 
 
 def _on_alarm(signum, frame):
-    raise CellTimeout(f"the cell ran for more than {CELL_TIMEOUT_S} s")
+    raise CellTimeout(f"the cell ran for more than {CELL_WALL_S} s")
+
+
+def _limit_cell(on: bool) -> None:
+    """Arm (or disarm) both limits of one cell: CPU time (ITIMER_PROF) and the wall-clock backstop."""
+    signal.setitimer(signal.ITIMER_PROF, CELL_TIMEOUT_S if on else 0)
+    signal.alarm(CELL_WALL_S if on else 0)
 
 
 def _attributes() -> dict[tuple[str, str], object]:
@@ -139,14 +152,14 @@ def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors
         for cell in cells:
             source = replacements.pop(cell["grade_id"], cell["source"]) if cell["solution"] else cell["source"]
             error = None
-            signal.alarm(CELL_TIMEOUT_S)
+            _limit_cell(True)
             try:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     exec(compile(source, f"<cell {cell['grade_id'] or '?'}>", "exec"), namespace)
             except BaseException as err:  # noqa: BLE001 - any failure of a cell is its outcome, as under nbgrader
                 error = f"{type(err).__name__}: {err}"
             finally:
-                signal.alarm(0)
+                _limit_cell(False)
             if cell["grade"]:
                 results[cell["grade_id"]] = [error is None, error or ""]
     if replacements:
@@ -158,6 +171,7 @@ def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors
 def main(job_path: str, results_path: str) -> None:
     job = json.loads(open(job_path).read())
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_cpu_limit)
     _restore_settings(_settings())  # the first call of some setters replaces torch attributes lazily: do it now
     for module in job.get("preload", []):
         importlib.import_module(module)
