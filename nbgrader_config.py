@@ -35,13 +35,13 @@ c.OverwriteCells.add_missing_cells = True
 # CPU time (the kernel and every process it starts), which the machine's load hardly changes
 # (course_tools/grading/watchdog.py). A grade cell may use 20 s of CPU; one that needs more is compared with
 # the reference solution on this machine, and gets 3x the reference's cost where that is more
-# (course_tools/grading/reference.py). A cell that uses almost no CPU for 60 s (a sleep, a deadlock) is
+# (course_tools/grading/reference.py). A cell that uses almost no CPU for 120 s (a sleep, a deadlock) is
 # interrupted; one that ignores the interrupt or kills the kernel is skipped and the rest graded
 # (course_tools/grading/execute.py). c.Execute.timeout is only the outer wall-clock limit per cell.
 c.GradingLimits.cell_cpu = 60
 c.GradingLimits.grade_cell_cpu = 20
 c.GradingLimits.cpu_factor = 3
-c.GradingLimits.stall = 60
+c.GradingLimits.stall = 120
 c.Execute.timeout = 600
 c.Execute.interrupt_on_timeout = True
 

@@ -69,3 +69,17 @@ def test_the_cuda_driver_version_is_none_or_a_pair():
     assert found is None or (len(found) == 2 and found[0] >= 11)
     if not torch.cuda.is_available() and machine.nvml_driver_version() is None:
         assert found is None
+
+
+def test_busy_factor_is_runnable_processes_per_core_and_never_below_one(monkeypatch):
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine.os, "getloadavg", lambda: (8.0, 1.0, 1.0))
+    assert machine.busy_factor() == 4.0
+    monkeypatch.setattr(machine.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    assert machine.busy_factor() == 1.0
+
+    def no_load_average():
+        raise OSError("not on this system")
+
+    monkeypatch.setattr(machine.os, "getloadavg", no_load_average)
+    assert machine.busy_factor() == 1.0

@@ -85,7 +85,7 @@ class GradingLimits(Configurable):
                   "the reference's CPU time."
     ).tag(config=True)
     stall = Float(
-        60, help="Seconds of wall-clock time in which a cell that uses almost no CPU (a sleep, a deadlock, a wait "
+        120, help="Seconds of wall-clock time in which a cell that uses almost no CPU (a sleep, a deadlock, a wait "
                  "for input) is interrupted; c.Execute.timeout stays the outer wall-clock limit."
     ).tag(config=True)
     interrupt_grace = Float(

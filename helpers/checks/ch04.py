@@ -26,6 +26,7 @@ from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine
 from helpers.ddp import PortableError, portable
+from helpers.machine import busy_factor
 
 __all__ = [
     "FakeMeasure",
@@ -334,7 +335,7 @@ def _draws(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs
     """Per epoch, each worker's draws from a real 2-worker loader seeded with ``seed``."""
     loader = DataLoader(DrawDataset(n, data_seed), batch_size=None, num_workers=2, worker_init_fn=Guarded(fn),
                         generator=torch.Generator().manual_seed(seed), multiprocessing_context=start_method,
-                        timeout=60)
+                        timeout=60 * busy_factor())
     result = []
     for _ in range(epochs):
         per_worker: dict[int, list] = {}

@@ -33,6 +33,7 @@ import torch
 from helpers.checks.core import CheckFailed, check, solved
 from helpers.checks.patching import patched
 from helpers.ddp import PortableError, RankFailed, RunTimedOut, launch, portable
+from helpers.machine import busy_factor
 from helpers.models import MLP, make_regression
 
 __all__ = [
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 HIDDEN = 16  #: the exercise's model: MLP(features, HIDDEN, 1, depth=1)
-LIMIT = 45.0  #: seconds a graded run may take before it is stopped
+LIMIT = 45.0  #: seconds a graded run may take on a quiet machine before it is stopped (x busy_factor())
 SAVE_DELAY = 0.5  #: rank 0 waits this long before writing: a rank that does not wait for it reads too early
 
 
@@ -145,7 +146,7 @@ class _TrainSpy:
         return spy.orig["set_epoch"](self, epoch)
 
     def _init_pg(spy, *args, **kwargs):  # noqa: N805 - a short limit: a skipped collective errs, not hangs
-        kwargs.setdefault("timeout", timedelta(seconds=20))
+        kwargs.setdefault("timeout", timedelta(seconds=20 * busy_factor()))
         return spy.orig["pg"](*args, **kwargs)
 
 
@@ -185,7 +186,7 @@ def graded_average(rank: int, world_size: int, fn: Any, x: torch.Tensor, y: torc
     """
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=10))
+    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=10 * busy_factor()))
     try:
         torch.manual_seed(seed)
         model = _model(x.shape[1], y.shape[1])
@@ -283,7 +284,7 @@ _OUTCOMES: dict[tuple, TrainOutcome] = {}
 
 def _launch(fn: Any, world_size: int, args: tuple) -> tuple[list | None, str | None]:
     try:
-        return launch(fn, world_size, args=args, timeout=LIMIT, echo=False).results, None
+        return launch(fn, world_size, args=args, timeout=LIMIT * busy_factor(), echo=False).results, None
     except RankFailed as err:
         return None, f"the run on {world_size} processes failed: {err}"
     except RunTimedOut as err:
