@@ -38,7 +38,7 @@ def _watch(proc, budget, stall=30.0, grace=2.0, until=20.0) -> CellWatch:
 
 def test_a_loop_is_stopped_when_its_cpu_budget_is_spent():
     proc = _start(LOOP)
-    watch = _watch(proc, budget=1.0)
+    watch = _watch(proc, budget=1.0, grace=15.0)  # a busy machine may take seconds to schedule the interrupt
     assert watch.stop is not None and watch.stop.reason == "cpu" and not watch.stop.killed
     assert 1.0 <= watch.stop.cpu_s < 2.5
     assert proc.returncode != 0  # the interrupt ended it (KeyboardInterrupt)
