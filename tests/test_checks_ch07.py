@@ -174,6 +174,21 @@ def test_profile_checks_name_a_missing_trace_and_the_fastest():
         ch07.check_slowest_region(timed, {"a": 0.002, "b": 0.02})
 
 
+def test_the_slowest_region_is_the_traces_not_the_durations_asked_for(monkeypatch):
+    """On a busy grader a 4 ms sleep can take longer than a 50 ms one: an answer that reads the trace names the
+    region the trace says is slowest, and keeps its points (a loaded CI run once took them)."""
+    monkeypatch.setattr(ch07.troubleshoot, "region_totals", lambda path, names: {"first_is_slow": 54.6, "x": 56.1})
+
+    def reads_the_trace(regions, trace_path):
+        profile_regions(regions, trace_path)
+        return "x"  # what the trace said
+
+    ch07.check_slowest_region(reads_the_trace, {"first_is_slow": 0.05, "x": 0.004})
+    with pytest.raises(CheckFailed, match="the slowest region is 'x'"):
+        ch07.check_slowest_region(lambda regions, path: profile_regions(regions, path) and "first_is_slow",
+                                  {"first_is_slow": 0.05, "x": 0.004})
+
+
 def test_the_course_version_is_a_tripwire_in_the_profile_check():
     def profile_regions(regions, trace_path):  # the exercise's name: solved() arms the tripwire for it
         return ts.profile_regions(regions, trace_path)

@@ -366,12 +366,14 @@ def check_slowest_region(profile_regions: Callable, durations: Mapping[str, floa
     result, path, folder = _profiled(profile_regions, durations)
     with folder:
         totals = troubleshoot.region_totals(path, list(durations)) if path.exists() else {}
-    expected = max(durations, key=durations.get)
     check(isinstance(result, str), f"profile_regions returned {result!r:.60}; expected the region's name, a str.")
     check(result in durations, f"profile_regions returned {result!r}, which is not one of the regions "
                                f"{list(durations)}: keep only the record_function events (cat 'user_annotation').")
+    # The trace decides, not the durations the check asked for: on a busy grader a 4 ms sleep can take 56 ms, and
+    # an answer that reads the trace right names that region.
     measured = totals if totals and all(v > 0 for v in totals.values()) else durations
-    fastest = min(measured, key=measured.get)  # as the trace says: a loaded grader can swap the two quick regions
+    expected = max(measured, key=measured.get)
+    fastest = min(measured, key=measured.get)
     hint = (" That is the fastest: take the largest total duration ('dur'), not the smallest."
             if result == fastest else " Sum each region's 'dur' (microseconds) over its events and take the largest.")
     check(result == expected, f"profile_regions returned {result!r}; the slowest region is {expected!r} "
