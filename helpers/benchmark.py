@@ -362,6 +362,7 @@ class Verdict:
     speedup: float  #: ``b.median / a.median``: how many times faster ``a`` ran than ``b`` (below 1: slower)
     low: float  #: the least speed-up the two bands allow: the low edge of ``b``'s band over the high edge of ``a``'s
     high: float  #: the most: the high edge of ``b``'s over the low edge of ``a``'s (inf when ``a``'s reaches 0)
+    threads_compared: bool = False  #: the thread count is what differs on purpose: no like-with-like note
 
     @property
     def known(self) -> bool:
@@ -419,7 +420,7 @@ class Verdict:
 
     def _threads(self) -> str:
         """A note when the two sides did not use the same threads: the reader must know it is not like with like."""
-        if self.a.num_threads == self.b.num_threads:
+        if self.threads_compared or self.a.num_threads == self.b.num_threads:
             return ""
         return (f" [not like with like: {_name(self.a, 'the first')} ran {self.a.num_threads} torch threads, "
                 f"{_name(self.b, 'the second')} {self.b.num_threads}]")
@@ -432,7 +433,7 @@ def _name(timing: Timing | None, default: str) -> str:
     return timing.label if timing is not None and timing.label else default
 
 
-def compare(a: Timing, b: Timing) -> Verdict:
+def compare(a: Timing, b: Timing, *, threads_compared: bool = False) -> Verdict:
     """Whether ``a`` ran faster than ``b``, slower, or within the noise: the course's one rule for comparisons.
 
     The rule: each measurement stands for a band, its median plus or minus
@@ -452,14 +453,15 @@ def compare(a: Timing, b: Timing) -> Verdict:
     * a measurement of fewer than :data:`MIN_BLOCKS` repeats has no spread to
       judge and gives no conclusion.
 
-    Compare like with like: the same device and threads (the sentence notes
-    unequal ``num_threads``), the same work per repeat.
+    Compare like with like: the same device and threads, the same work per
+    repeat. The sentence notes unequal ``num_threads``, unless
+    ``threads_compared`` says the thread count is the one thing varied.
     """
     (a_low, a_high), (b_low, b_high) = _band(a), _band(b)
     speedup = b.median / a.median if a.median > 0 else math.nan
     low = b_low / a_high if a_high > 0 else math.nan
     high = b_high / a_low if a_low > 0 else math.inf
-    return Verdict(a, b, speedup, low, high)
+    return Verdict(a, b, speedup, low, high, threads_compared)
 
 
 def leaders(timings: Sequence[Timing], slowest: bool = False) -> list[Timing]:

@@ -163,6 +163,7 @@ def test_unequal_threads_are_named_in_the_sentence():
     two = timing([0.5, 0.5, 0.5], "2 processes", threads=2)
     assert str(bench.compare(two, one)).endswith("[not like with like: 2 processes ran 2 torch threads, 1 process 1]")
     assert "like with like" not in str(bench.compare(two, timing([1.0] * 3, "1 process, 2 threads")))
+    assert "like with like" not in str(bench.compare(two, one, threads_compared=True))  # the threads are the question
 
 
 def test_unlabelled_and_degenerate_measurements_still_read():
