@@ -422,8 +422,7 @@ class Verdict:
         """A note when the two sides did not use the same threads: the reader must know it is not like with like."""
         if self.threads_compared or self.a.num_threads == self.b.num_threads:
             return ""
-        return (f" [not like with like: {_name(self.a, 'the first')} ran {self.a.num_threads} torch threads, "
-                f"{_name(self.b, 'the second')} {self.b.num_threads}]")
+        return f" [not like with like: {self.a.num_threads} torch threads in all against {self.b.num_threads}]"
 
     def __str__(self) -> str:
         return self.sentence()
