@@ -24,7 +24,8 @@ needs on top:
   the IQR, at least :data:`MIN_SPREAD` of the median) do not overlap, so a
   difference within the noise is said to be one, and no chapter prints a
   winner that one noisy reading made. :func:`leaders` names every measurement
-  the rule cannot tell apart from the fastest (or slowest).
+  the rule cannot tell apart from the fastest (or slowest), and
+  :func:`describe_leader` says it in words.
 
 It also holds :class:`BackgroundQueue`, the stand-in chapter 01 *teaches*
 with on a machine without a GPU: real work queued on a background thread and
@@ -84,6 +85,7 @@ __all__ = [
     "compare_with_torch_timer",
     "copy_work",
     "crossover",
+    "describe_leader",
     "describe_noisy",
     "format_rate",
     "format_seconds",
@@ -474,6 +476,24 @@ def leaders(timings: Sequence[Timing], slowest: bool = False) -> list[Timing]:
         raise ValueError("leaders() needs at least one measurement")
     ordered = sorted(timings, key=lambda t: t.median, reverse=slowest)
     return [t for t in ordered if t is ordered[0] or not compare(ordered[0], t).clear]
+
+
+def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False) -> str:
+    """What :func:`leaders` found, in words: ``"the bottleneck is load: load takes 63x as long as compute (...)"``.
+
+    The leader is named, with its verdict against the runner-up (the next by
+    median), only when it stands apart from every other beyond the noise;
+    otherwise all those tied with it are named as within the noise on this
+    machine (``"no single bottleneck: ..."``). ``what`` names the role.
+    """
+    top = leaders(timings, slowest=slowest)
+    if len(top) > 1:
+        return f"no single {what}: {' and '.join(t.label for t in top)} are within the noise on this machine"
+    if len(timings) == 1:
+        return f"the {what} is {top[0].label}, the only one measured"
+    runner_up = sorted(timings, key=lambda t: t.median, reverse=slowest)[1]
+    verdict = compare(runner_up, top[0]) if slowest else compare(top[0], runner_up)
+    return f"the {what} is {top[0].label}: {verdict.sentence(longer=slowest)}"
 
 
 def report(timings: Iterable[Timing]) -> str:

@@ -393,15 +393,14 @@ class StepTimes:
         A step's parts are measured together, so a load of 1.5 ms against a
         compute of 1.1 ms on a busy machine is a draw, not a bottleneck.
         """
-        from helpers.benchmark import compare, leaders
+        from helpers.benchmark import describe_leader, leaders
 
         parts = [t for t in self.timings().values() if t.median == t.median]  # nan: a part never measured
+        text = describe_leader(parts, "bottleneck", slowest=True)
         top = leaders(parts, slowest=True)
         if len(top) > 1:
-            return (f"no single bottleneck: {' and '.join(t.label for t in top)} are within the noise on this "
-                    f"machine (the spread of each: {', '.join(f'{t.label} {t.describe_spread()}' for t in top)})")
-        runner_up = sorted(parts, key=lambda t: t.median)[-2]
-        return f"the bottleneck is {top[0].label}: {compare(runner_up, top[0]).sentence(longer=True)}"
+            text += f" (the spread of each: {', '.join(f'{t.label} {t.describe_spread()}' for t in top)})"
+        return text
 
 
 def time_steps(loader: Iterable[Any], step: Callable[[Any], Any], device: str | torch.device,

@@ -191,6 +191,17 @@ def test_report_shows_each_figure_with_its_spread():
                                  "  b: 2 ms (too few blocks to know its spread, 1 repeat, 1 thread)"]
 
 
+def test_describe_leader_names_a_leader_only_beyond_the_noise():
+    data = timing([0.080, 0.082, 0.079, 0.081], "data")
+    backward = timing([0.004, 0.030, 0.003, 0.025, 0.005], "backward")
+    forward = timing([0.001, 0.0011, 0.0009], "forward")
+    assert bench.describe_leader([forward, data, backward], "slowest region", slowest=True) == (
+        "the slowest region is data: data takes 16.1x as long as backward (at least 4.93x, from their spreads)")
+    assert bench.describe_leader([data, backward, forward], "fastest region").startswith(
+        "no single fastest region: forward and backward are within the noise on this machine")
+    assert bench.describe_leader([data], "slowest region") == "the slowest region is data, the only one measured"
+
+
 def test_leaders_needs_a_measurement():
     with pytest.raises(ValueError, match="at least one"):
         bench.leaders([])
