@@ -50,6 +50,7 @@ __all__ = [
     "StepTimes",
     "SweepPoint",
     "copy_bandwidth",
+    "copy_timing",
     "current_worker",
     "loader_run",
     "make_loader",
@@ -483,7 +484,16 @@ def copy_bandwidth(nbytes: int, device: str | torch.device, pinned: bool, min_ru
 
     Pinned (page-locked) host memory can be read by the GPU's copy engine
     directly; pageable memory is first staged through a pinned buffer by the
-    driver, which costs an extra copy.
+    driver, which costs an extra copy. The median of :func:`copy_timing`.
+    """
+    return float(copy_timing(nbytes, device, pinned, min_run_time).bytes_per_s)
+
+
+def copy_timing(nbytes: int, device: str | torch.device, pinned: bool, min_run_time: float = 0.2) -> Any:
+    """The host-to-``device`` copy of :func:`copy_bandwidth` as a :class:`helpers.benchmark.Timing`.
+
+    Kept whole (median, IQR, blocks), so that "pinned is faster" can be
+    judged by :func:`helpers.benchmark.compare` rather than read off two medians.
     """
     from helpers.benchmark import time_callable
 
@@ -492,9 +502,8 @@ def copy_bandwidth(nbytes: int, device: str | torch.device, pinned: bool, min_ru
         raise RuntimeError(f"copy_bandwidth measures host-to-CUDA copies; {device} is not an available CUDA device")
     host = torch.empty(int(nbytes) // 4, dtype=torch.float32)
     host = host.pin_memory() if pinned else host
-    timing = time_callable(lambda: host.to(device, non_blocking=pinned), device, nbytes=host.nbytes,
-                           min_run_time=min_run_time, warn=False)
-    return float(timing.bytes_per_s)
+    return time_callable(lambda: host.to(device, non_blocking=pinned), device, nbytes=host.nbytes,
+                         min_run_time=min_run_time, warn=False, label="pinned" if pinned else "pageable")
 
 
 class DevicePrefetcher:

@@ -239,6 +239,11 @@ def test_copy_bandwidth_needs_cuda():
         assert dl.copy_bandwidth(2**20, "cuda", pinned=True, min_run_time=0.05) > 0
     with pytest.raises(RuntimeError, match="CUDA"):
         dl.copy_bandwidth(2**20, "cpu", pinned=False)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        dl.copy_timing(2**20, "cpu", pinned=True)
+    if torch.cuda.is_available():
+        timing = dl.copy_timing(2**20, "cuda", pinned=True, min_run_time=0.05)
+        assert timing.label == "pinned" and timing.nbytes == 2**20 and timing.bytes_per_s > 0
 
 
 def test_prefetcher_on_the_cpu_moves_on_demand():
