@@ -470,12 +470,19 @@ def leaders(timings: Sequence[Timing], slowest: bool = False) -> list[Timing]:
 
     In order of median, the extreme first. One leader: it stands apart beyond
     the noise. Several: they are tied on this machine, and naming one of them
-    "the best" would be naming the noise.
+    "the best" would be naming the noise. A measurement without a median (a
+    region that never ran: NaN) takes no part.
     """
-    if not timings:
-        raise ValueError("leaders() needs at least one measurement")
-    ordered = sorted(timings, key=lambda t: t.median, reverse=slowest)
+    ordered = sorted(_measured(timings), key=lambda t: t.median, reverse=slowest)
     return [t for t in ordered if t is ordered[0] or not compare(ordered[0], t).clear]
+
+
+def _measured(timings: Iterable[Timing]) -> list[Timing]:
+    """The timings with a median to compare; at least one, or ValueError."""
+    measured = [t for t in timings if math.isfinite(t.median)]
+    if not measured:
+        raise ValueError("leaders() needs at least one measurement with a median")
+    return measured
 
 
 def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False) -> str:
@@ -486,12 +493,12 @@ def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False)
     otherwise all those tied with it are named as within the noise on this
     machine (``"no single bottleneck: ..."``). ``what`` names the role.
     """
-    top = leaders(timings, slowest=slowest)
+    top, measured = leaders(timings, slowest=slowest), _measured(timings)
     if len(top) > 1:
         return f"no single {what}: {' and '.join(t.label for t in top)} are within the noise on this machine"
-    if len(timings) == 1:
+    if len(measured) == 1:
         return f"the {what} is {top[0].label}, the only one measured"
-    runner_up = sorted(timings, key=lambda t: t.median, reverse=slowest)[1]
+    runner_up = sorted(measured, key=lambda t: t.median, reverse=slowest)[1]
     verdict = compare(runner_up, top[0]) if slowest else compare(top[0], runner_up)
     return f"the {what} is {top[0].label}: {verdict.sentence(longer=slowest)}"
 

@@ -396,7 +396,7 @@ class StepTimes:
         """
         from helpers.benchmark import describe_leader, leaders
 
-        parts = [t for t in self.timings().values() if t.median == t.median]  # nan: a part never measured
+        parts = list(self.timings().values())
         text = describe_leader(parts, "bottleneck", slowest=True)
         top = leaders(parts, slowest=True)
         if len(top) > 1:

@@ -200,8 +200,13 @@ def test_describe_leader_names_a_leader_only_beyond_the_noise():
     assert bench.describe_leader([data, backward, forward], "fastest region").startswith(
         "no single fastest region: forward and backward are within the noise on this machine")
     assert bench.describe_leader([data], "slowest region") == "the slowest region is data, the only one measured"
+    never = timing([float("nan")], "never ran")
+    assert bench.leaders([never, data, forward], slowest=True) == [data]  # no median: no part in the ranking
+    assert bench.describe_leader([never, data], "slowest region").endswith("the only one measured")
 
 
 def test_leaders_needs_a_measurement():
     with pytest.raises(ValueError, match="at least one"):
         bench.leaders([])
+    with pytest.raises(ValueError, match="with a median"):
+        bench.leaders([timing([float("nan")], "never ran")])
