@@ -278,7 +278,7 @@ class SweepPoint:
     def __str__(self) -> str:
         from helpers.benchmark import format_rate
 
-        text = (f"{self.num_workers} workers: start-up {self.startup_s * 1e3:4.0f} ms; first epoch "
+        text = (f"{self.num_workers} worker{'s' if self.num_workers != 1 else ' '}: start-up {self.startup_s * 1e3:4.0f} ms; first epoch "
                 f"{format_rate(self.first_epoch_rate, 'samples/s'):>14}; then {format_rate(self.steady_rate, 'samples/s'):>14}")
         if self.steady is not None:
             text += f" ({self.steady.describe_spread()}, {len(self.steady.times)} epochs)"
