@@ -18,7 +18,14 @@ needs on top:
 * one rule for "too noisy to draw a conclusion from" (:meth:`Timing.meets_confidence`:
   torch's own ``Measurement.meets_confidence``, over enough blocks), which the
   :class:`NoisyTimingWarning`, :attr:`Timing.noisy` and a :class:`Table`'s
-  ``noisy``, ``best`` and :func:`describe_noisy` all ask.
+  ``noisy``, ``best`` and :func:`describe_noisy` all ask;
+* one rule for "A is faster than B" (:func:`compare`, a :class:`Verdict`): a
+  conclusion only when the two measurements' bands (median plus or minus half
+  the IQR, at least :data:`MIN_SPREAD` of the median) do not overlap, so a
+  difference within the noise is said to be one, and no chapter prints a
+  winner that one noisy reading made. :func:`leaders` names every measurement
+  the rule cannot tell apart from the fastest (or slowest), and
+  :func:`describe_leader` says it in words.
 
 It also holds :class:`BackgroundQueue`, the stand-in chapter 01 *teaches*
 with on a machine without a GPU: real work queued on a background thread and
@@ -72,15 +79,20 @@ __all__ = [
     "NoisyTimingWarning",
     "Table",
     "Timing",
+    "Verdict",
     "add_work",
+    "compare",
     "compare_with_torch_timer",
     "copy_work",
     "crossover",
+    "describe_leader",
     "describe_noisy",
     "format_rate",
     "format_seconds",
+    "leaders",
     "limited_by",
     "matmul_work",
+    "report",
     "sweep",
     "sync_timer",
     "synchronize",
@@ -91,6 +103,9 @@ __all__ = [
 NOISE_THRESHOLD = 0.1
 #: With fewer measured blocks than this, the spread is unknown: such a measurement counts as noisy.
 MIN_BLOCKS = 3
+#: The least spread :func:`compare` grants a measurement, as a fraction of its median: a suspiciously steady
+#: one (three equal blocks) says nothing about the next run on a shared machine, whose load changes between them.
+MIN_SPREAD = NOISE_THRESHOLD
 
 
 class NoisyTimingWarning(UserWarning):
@@ -167,6 +182,17 @@ class Timing:
         if len(self.times) < MIN_BLOCKS:
             return "too few blocks to know its spread"
         return f"IQR {self.relative_iqr:.0%} of the median"
+
+    def summary(self) -> str:
+        """``"2 workers: 120 ms (IQR 8% of the median, 5 repeats, 2 threads)"``: a figure with its spread.
+
+        What a chapter prints beside a :class:`Verdict`, so the reader sees the
+        numbers the conclusion came from.
+        """
+        threads = f"{self.num_threads} thread{'s' if self.num_threads != 1 else ''}"
+        repeats = f"{len(self.times)} repeat{'s' if len(self.times) != 1 else ''}"
+        head = f"{self.label}: " if self.label else ""
+        return f"{head}{format_seconds(self.median)} ({self.describe_spread()}, {repeats}, {threads})"
 
     @classmethod
     def from_times(cls, times: Sequence[float], device: str | torch.device = "cpu", label: str = "",
@@ -305,6 +331,181 @@ def _warn_if_noisy(timing: Timing) -> None:
             NoisyTimingWarning,
             stacklevel=3,
         )
+
+
+# --------------------------------------------------------------------------- verdicts: comparing measurements
+
+
+def _band(timing: Timing) -> tuple[float, float]:
+    """The median plus or minus half its spread: the IQR, but at least :data:`MIN_SPREAD` of the median."""
+    half = max(timing.iqr, MIN_SPREAD * timing.median) / 2
+    return timing.median - half, timing.median + half
+
+
+def _times(ratio: float) -> str:
+    """``1.834`` -> ``"1.83x"``: two decimals near 1, where they matter, fewer further out."""
+    if not math.isfinite(ratio):
+        return "unbounded"
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x" if ratio < 100 else f"{ratio:.0f}x"
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What two measurements say about which work is faster, by :func:`compare`'s rule.
+
+    ``str(verdict)`` is the sentence a chapter prints: a conclusion
+    (``"A is 1.83x faster than B (1.41x to 2.30x, from their spreads)"``) only
+    when there is one, otherwise that the difference is within the noise on
+    this machine, or that too few repeats were measured to know.
+    """
+
+    a: Timing
+    b: Timing
+    speedup: float  #: ``b.median / a.median``: how many times faster ``a`` ran than ``b`` (below 1: slower)
+    low: float  #: the least speed-up the two bands allow: the low edge of ``b``'s band over the high edge of ``a``'s
+    high: float  #: the most: the high edge of ``b``'s over the low edge of ``a``'s (inf when ``a``'s reaches 0)
+    threads_compared: bool = False  #: the thread count is what differs on purpose: no like-with-like note
+
+    @property
+    def known(self) -> bool:
+        """Whether both spreads are known (:data:`MIN_BLOCKS` repeats each) and both medians are positive."""
+        return all(len(t.times) >= MIN_BLOCKS and math.isfinite(t.median) and t.median > 0 for t in (self.a, self.b))
+
+    @property
+    def faster(self) -> Timing | None:
+        """The faster measurement beyond the noise, or None: the speed-up's interval must exclude 1."""
+        if not self.known:
+            return None
+        return self.a if self.low > 1 else self.b if self.high < 1 else None
+
+    @property
+    def slower(self) -> Timing | None:
+        faster = self.faster
+        return None if faster is None else (self.b if faster is self.a else self.a)
+
+    @property
+    def clear(self) -> bool:
+        """Whether the measurements say which is faster."""
+        return self.faster is not None
+
+    @property
+    def ratio(self) -> float:
+        """The larger median over the smaller (at least 1): how far apart they are, whoever is faster."""
+        return max(self.speedup, 1 / self.speedup) if self.speedup > 0 else math.inf
+
+    def exceeds(self, other: "Verdict") -> bool:
+        """Whether this speed-up is larger than ``other``'s beyond the noise: its interval lies wholly above."""
+        return self.known and other.known and self.low > other.high
+
+    def sentence(self, longer: bool = False) -> str:
+        """The verdict in words; ``longer=True`` names the slower first (``"data takes 40x as long as forward"``)."""
+        return self._conclusion(longer) if self.clear else self._no_conclusion()
+
+    def _conclusion(self, longer: bool) -> str:
+        fast, slow = self.faster, self.slower
+        ahead = self if fast is self.a else compare(fast, slow)  # the interval of the faster one's speed-up
+        low, high = ahead.low, ahead.high
+        interval = f"at least {_times(low)}" if not math.isfinite(high) else f"{_times(low)} to {_times(high)}"
+        head = (f"{_name(slow, 'it')} takes {_times(self.ratio)} as long as {_name(fast, 'the other')}" if longer else
+                f"{_name(fast, 'one')} is {_times(self.ratio)} faster than {_name(slow, 'the other')}")
+        return f"{head} ({interval}, from their spreads){self._threads()}"
+
+    def _no_conclusion(self) -> str:
+        names = f"{_name(self.a, 'the first')} and {_name(self.b, 'the second')}"
+        if not self.known:
+            few = [t for t in (self.a, self.b) if len(t.times) < MIN_BLOCKS]
+            why = (f"too few repeats to know the spread ({', '.join(str(len(t.times)) for t in few)}; at least "
+                   f"{MIN_BLOCKS} needed)" if few else "a median that is not a positive time")
+            return f"{names} cannot be told apart: {why}, so no conclusion{self._threads()}"
+        return (f"{names} are within the noise on this machine ({_times(self.ratio)} apart, but their spreads "
+                f"overlap): no conclusion{self._threads()}")
+
+    def _threads(self) -> str:
+        """A note when the two sides did not use the same threads: the reader must know it is not like with like."""
+        if self.threads_compared or self.a.num_threads == self.b.num_threads:
+            return ""
+        return f" [not like with like: {self.a.num_threads} torch threads in all against {self.b.num_threads}]"
+
+    def __str__(self) -> str:
+        return self.sentence()
+
+
+def _name(timing: Timing | None, default: str) -> str:
+    return timing.label if timing is not None and timing.label else default
+
+
+def compare(a: Timing, b: Timing, *, threads_compared: bool = False) -> Verdict:
+    """Whether ``a`` ran faster than ``b``, slower, or within the noise: the course's one rule for comparisons.
+
+    The rule: each measurement stands for a band, its median plus or minus
+    half its spread, the spread being its IQR (the middle half of its repeats)
+    but at least :data:`MIN_SPREAD` of its median. ``a`` is faster than ``b``
+    only when ``a``'s band lies wholly below ``b``'s; equivalently, when the
+    speed-up's interval (``b``'s band over ``a``'s: :attr:`Verdict.low` to
+    :attr:`Verdict.high`) excludes 1. Why this rule:
+
+    * the IQR is the spread torch's ``Measurement`` reports and
+      :meth:`Timing.meets_confidence` judges: robust to the odd slow repeat,
+      which a standard deviation is not;
+    * the floor of :data:`MIN_SPREAD` (10 %) stands for what changes *between*
+      two measurements on a shared machine (another program starts), which no
+      spread *within* one can show; so a speed-up below about 1.1x is never
+      declared;
+    * a measurement of fewer than :data:`MIN_BLOCKS` repeats has no spread to
+      judge and gives no conclusion.
+
+    Compare like with like: the same device and threads, the same work per
+    repeat. The sentence notes unequal ``num_threads``, unless
+    ``threads_compared`` says the thread count is the one thing varied.
+    """
+    (a_low, a_high), (b_low, b_high) = _band(a), _band(b)
+    speedup = b.median / a.median if a.median > 0 else math.nan
+    low = b_low / a_high if a_high > 0 else math.nan
+    high = b_high / a_low if a_low > 0 else math.inf
+    return Verdict(a, b, speedup, low, high, threads_compared)
+
+
+def leaders(timings: Sequence[Timing], slowest: bool = False) -> list[Timing]:
+    """The fastest of ``timings`` (or the slowest) and every other that :func:`compare` cannot tell from it.
+
+    In order of median, the extreme first. One leader: it stands apart beyond
+    the noise. Several: they are tied on this machine, and naming one of them
+    "the best" would be naming the noise. A measurement without a median (a
+    region that never ran: NaN) takes no part.
+    """
+    ordered = sorted(_measured(timings), key=lambda t: t.median, reverse=slowest)
+    return [t for t in ordered if t is ordered[0] or not compare(ordered[0], t).clear]
+
+
+def _measured(timings: Iterable[Timing]) -> list[Timing]:
+    """The timings with a median to compare; at least one, or ValueError."""
+    measured = [t for t in timings if math.isfinite(t.median)]
+    if not measured:
+        raise ValueError("leaders() needs at least one measurement with a median")
+    return measured
+
+
+def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False) -> str:
+    """What :func:`leaders` found, in words: ``"the bottleneck is load: load takes 63x as long as compute (...)"``.
+
+    The leader is named, with its verdict against the runner-up (the next by
+    median), only when it stands apart from every other beyond the noise;
+    otherwise all those tied with it are named as within the noise on this
+    machine (``"no single bottleneck: ..."``). ``what`` names the role.
+    """
+    top, measured = leaders(timings, slowest=slowest), _measured(timings)
+    if len(top) > 1:
+        return f"no single {what}: {' and '.join(t.label for t in top)} are within the noise on this machine"
+    if len(measured) == 1:
+        return f"the {what} is {top[0].label}, the only one measured"
+    runner_up = sorted(measured, key=lambda t: t.median, reverse=slowest)[1]
+    verdict = compare(runner_up, top[0]) if slowest else compare(top[0], runner_up)
+    return f"the {what} is {top[0].label}: {verdict.sentence(longer=slowest)}"
+
+
+def report(timings: Iterable[Timing]) -> str:
+    """Each measurement on a line with its spread (:meth:`Timing.summary`): the figures a verdict came from."""
+    return "\n".join(f"  {t.summary()}" for t in timings)
 
 
 # --------------------------------------------------------------------------- sweeps and tables

@@ -14,9 +14,11 @@ process that re-imports what it runs by name: a Dataset, ``collate_fn`` or
   every worker gets a copy of it, and draws the same "random" numbers.
   :func:`seed_worker` is the fix.
 * :func:`loader_run` and :func:`sweep_workers` measure a loader (start-up
-  apart from steady throughput); :func:`time_steps` splits a training step
-  into load, host-to-device copy and compute; :class:`DevicePrefetcher` copies
-  the next batch on a side CUDA stream while the current one computes.
+  apart from steady throughput, each repeated so that
+  :func:`helpers.benchmark.compare` can judge a difference); :func:`time_steps`
+  splits a training step into load, host-to-device copy and compute;
+  :class:`DevicePrefetcher` copies the next batch on a side CUDA stream while
+  the current one computes.
 
 Timings come from :mod:`helpers.benchmark`'s clock and device calls from
 :mod:`helpers.device`, as everywhere in the course. ``helpers.benchmark`` and
@@ -48,6 +50,7 @@ __all__ = [
     "StepTimes",
     "SweepPoint",
     "copy_bandwidth",
+    "copy_timing",
     "current_worker",
     "loader_run",
     "make_loader",
@@ -258,38 +261,71 @@ def loader_run(loader: Iterable[Any]) -> LoaderRun:
 
 @dataclasses.dataclass
 class SweepPoint:
-    """One worker count: start-up and first epoch (fresh workers), then a second epoch (workers running)."""
+    """One worker count: start-up and first epoch (fresh workers), then later epochs (workers running).
+
+    The figures are medians over repeats; ``first`` and ``steady`` keep the
+    repeats themselves (seconds per epoch, a :class:`helpers.benchmark.Timing`
+    each), so that two counts can be compared beyond the noise.
+    """
 
     num_workers: int
     startup_s: float  # until the first batch of the first epoch
     first_epoch_rate: float  # samples/s over the first epoch, start-up included
-    steady_rate: float  # samples/s over the second epoch, with the persistent workers already running
+    steady_rate: float  # samples/s over a later epoch, with the persistent workers already running
+    first: Any = None  #: seconds per first epoch (start-up included), one per fresh loader
+    steady: Any = None  #: seconds per later epoch, one per epoch measured
 
     def __str__(self) -> str:
         from helpers.benchmark import format_rate
 
-        return (f"{self.num_workers} workers: start-up {self.startup_s * 1e3:4.0f} ms; first epoch "
-                f"{format_rate(self.first_epoch_rate, 'samples/s'):>14}; second {format_rate(self.steady_rate, 'samples/s'):>14}")
+        text = (f"{self.num_workers} worker{'s' if self.num_workers != 1 else ' '}: start-up {self.startup_s * 1e3:4.0f} ms; first epoch "
+                f"{format_rate(self.first_epoch_rate, 'samples/s'):>14}; then {format_rate(self.steady_rate, 'samples/s'):>14}")
+        if self.steady is not None:
+            text += f" ({self.steady.describe_spread()}, {len(self.steady.times)} epochs)"
+        return text
 
 
 def sweep_workers(dataset: Dataset, counts: Sequence[int] = (0, 1, 2, 4, 8), batch_size: int = 8,
-                  progress: bool = True, **loader_kwargs: Any) -> list[SweepPoint]:
-    """Two epochs per worker count, each count with a fresh loader of persistent workers.
+                  progress: bool = True, starts: int = 3, epochs: int = 2, **loader_kwargs: Any) -> list[SweepPoint]:
+    """Per worker count, ``starts`` fresh loaders of persistent workers, each run for ``epochs`` epochs.
 
-    The first epoch pays the workers' start-up; the second shows the steady
-    throughput. The workers end with their loader, before the next count starts.
-    Draw sweeps of several datasets with :func:`helpers.plots.plot_sweep`:
+    The first epoch of each loader pays the workers' start-up; the later ones
+    show the steady throughput. Every figure is repeated (``starts`` first
+    epochs, ``starts * (epochs - 1)`` later ones) because one epoch on a
+    shared machine is one draw of its load: a single reading once made 8
+    workers look worse than 2 that were no faster. The workers end with
+    their loader, before the next count starts. Draw sweeps of several
+    datasets with :func:`helpers.plots.plot_sweep`:
     ``plot_sweep(ax, {label: points, ...}, "num_workers", "steady_rate")``.
     """
     from tqdm.auto import tqdm
 
-    points = []
-    for n in tqdm(list(counts), desc=type(dataset).__name__, disable=not progress, leave=False):
+    if starts < 1 or epochs < 2:
+        raise ValueError(f"sweep_workers needs starts >= 1 and epochs >= 2, got starts={starts}, epochs={epochs}")
+    return [_sweep_point(dataset, n, batch_size, starts, epochs, loader_kwargs)
+            for n in tqdm(list(counts), desc=type(dataset).__name__, disable=not progress, leave=False)]
+
+
+def _sweep_point(dataset: Dataset, n: int, batch_size: int, starts: int, epochs: int,
+                 loader_kwargs: dict[str, Any]) -> SweepPoint:
+    """One count of :func:`sweep_workers`: its repeats, summed up as medians and kept as Timings."""
+    import statistics
+
+    from helpers.benchmark import Timing
+
+    first: list[LoaderRun] = []
+    later: list[LoaderRun] = []
+    for _ in range(starts):
         loader = DataLoader(dataset, batch_size=batch_size, num_workers=n, persistent_workers=n > 0, **loader_kwargs)
-        first, second = loader_run(loader), loader_run(loader)
+        runs = [loader_run(loader) for _ in range(epochs)]
         del loader
-        points.append(SweepPoint(n, first.startup_s, first.epoch_rate, second.epoch_rate))
-    return points
+        first.append(runs[0]), later.extend(runs[1:])
+    label = f"{n} worker{'s' if n != 1 else ''}"
+    first_t = Timing.from_times([r.total_s for r in first], label=label)
+    steady_t = Timing.from_times([r.total_s for r in later], label=label)
+    samples = first[0].samples
+    return SweepPoint(n, statistics.median(r.startup_s for r in first), samples / first_t.median,
+                      samples / steady_t.median, first=first_t, steady=steady_t)
 
 
 #: Helper processes of :mod:`multiprocessing` itself (not loader workers): they live until Python exits.
@@ -333,14 +369,39 @@ class StepTimes:
     load: list[float] = dataclasses.field(default_factory=list)
     copy: list[float] = dataclasses.field(default_factory=list)
     compute: list[float] = dataclasses.field(default_factory=list)
+    num_threads: int | None = None  #: torch's intra-op threads in the main process while measuring
+
+    PARTS = ("load", "copy", "compute")
 
     def medians(self) -> dict[str, float]:
-        return {k: float(np.median(v)) if v else float("nan") for k, v in dataclasses.asdict(self).items()}
+        return {k: float(np.median(getattr(self, k))) if getattr(self, k) else float("nan") for k in self.PARTS}
 
     def bottleneck(self) -> str:
-        """The part with the largest median."""
+        """The part with the largest median (whether it stands apart: :meth:`describe_bottleneck`)."""
         medians = self.medians()
         return max(medians, key=medians.get)
+
+    def timings(self) -> dict[str, Any]:
+        """Each part's steps as a :class:`helpers.benchmark.Timing` (median, IQR), for the course's verdicts."""
+        from helpers.benchmark import Timing
+
+        return {k: Timing.from_times(getattr(self, k) or [float("nan")], label=k, num_threads=self.num_threads)
+                for k in self.PARTS}
+
+    def describe_bottleneck(self) -> str:
+        """The slowest part, named only when it is slower than the others beyond the noise; else the tie.
+
+        A step's parts are measured together, so a load of 1.5 ms against a
+        compute of 1.1 ms on a busy machine is a draw, not a bottleneck.
+        """
+        from helpers.benchmark import describe_leader, leaders
+
+        parts = list(self.timings().values())
+        text = describe_leader(parts, "bottleneck", slowest=True)
+        top = leaders(parts, slowest=True)
+        if len(top) > 1:
+            text += f" (the spread of each: {', '.join(f'{t.label} {t.describe_spread()}' for t in top)})"
+        return text
 
 
 def time_steps(loader: Iterable[Any], step: Callable[[Any], Any], device: str | torch.device,
@@ -353,7 +414,7 @@ def time_steps(loader: Iterable[Any], step: Callable[[Any], Any], device: str | 
     """
     from helpers.benchmark import sync_timer
 
-    clock, times = sync_timer(device), StepTimes()
+    clock, times = sync_timer(device), StepTimes(num_threads=torch.get_num_threads())
     it = iter(loader)
     try:
         for i in range(steps if steps is not None else len(loader)):  # type: ignore[arg-type]
@@ -423,7 +484,16 @@ def copy_bandwidth(nbytes: int, device: str | torch.device, pinned: bool, min_ru
 
     Pinned (page-locked) host memory can be read by the GPU's copy engine
     directly; pageable memory is first staged through a pinned buffer by the
-    driver, which costs an extra copy.
+    driver, which costs an extra copy. The median of :func:`copy_timing`.
+    """
+    return float(copy_timing(nbytes, device, pinned, min_run_time).bytes_per_s)
+
+
+def copy_timing(nbytes: int, device: str | torch.device, pinned: bool, min_run_time: float = 0.2) -> Any:
+    """The host-to-``device`` copy of :func:`copy_bandwidth` as a :class:`helpers.benchmark.Timing`.
+
+    Kept whole (median, IQR, blocks), so that "pinned is faster" can be
+    judged by :func:`helpers.benchmark.compare` rather than read off two medians.
     """
     from helpers.benchmark import time_callable
 
@@ -432,9 +502,8 @@ def copy_bandwidth(nbytes: int, device: str | torch.device, pinned: bool, min_ru
         raise RuntimeError(f"copy_bandwidth measures host-to-CUDA copies; {device} is not an available CUDA device")
     host = torch.empty(int(nbytes) // 4, dtype=torch.float32)
     host = host.pin_memory() if pinned else host
-    timing = time_callable(lambda: host.to(device, non_blocking=pinned), device, nbytes=host.nbytes,
-                           min_run_time=min_run_time, warn=False)
-    return float(timing.bytes_per_s)
+    return time_callable(lambda: host.to(device, non_blocking=pinned), device, nbytes=host.nbytes,
+                         min_run_time=min_run_time, warn=False, label="pinned" if pinned else "pageable")
 
 
 class DevicePrefetcher:

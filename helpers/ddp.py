@@ -58,7 +58,7 @@ import cloudpickle
 import torch
 
 from helpers import device as _device
-from helpers.benchmark import sync_timer
+from helpers.benchmark import Timing, sync_timer
 from helpers.models import MLP
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "launch",
     "pick_backend",
     "portable",
+    "step_timing",
     "torchrun",
     "torchrun_command",
     "train",
@@ -576,10 +577,12 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
     Chapter 06 writes the same loop as an exercise, and times this one.
 
     Returns (on the CPU) ``weights`` (this rank's, trained), ``resumed`` (read
-    back from ``checkpoint``, or None), ``steps``, ``seconds_per_step`` (the
-    median: the first steps pay for allocation) and
-    ``allreduce_seconds``: one all-reduce of as many values as the model has
-    parameters, the communication of one step without the overlap. Both
+    back from ``checkpoint``, or None), ``steps``, ``step_seconds`` (every
+    step's time, batch loading included: the repeats :func:`step_timing` turns
+    into a measurement to compare), ``seconds_per_step`` (their median: the
+    first steps pay for allocation), ``threads`` (this rank's torch threads)
+    and ``allreduce_seconds``: one all-reduce of as many values as the model
+    has parameters, the communication of one step without the overlap. All
     timed with :func:`helpers.benchmark.sync_timer`.
     """
     import torch.distributed as dist
@@ -610,9 +613,28 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
         resumed = _checkpoint(model, checkpoint, rank, dev) if checkpoint is not None else None
         seconds = statistics.median(times) if times else float("nan")  # robust to the first, slow steps
         return {"weights": weights, "resumed": resumed, "steps": len(times), "seconds_per_step": seconds,
+                "step_seconds": times, "threads": torch.get_num_threads(),
                 "allreduce_seconds": _allreduce_seconds(model, dev)}
     finally:
         dist.destroy_process_group()
+
+
+def step_timing(results: Sequence[dict], label: str = "", warmup: int = 2) -> Timing:
+    """Seconds per training step of one run of :func:`train` (every rank's result), one repeat per step.
+
+    What :func:`helpers.benchmark.compare` judges, so that "2 processes were
+    faster" is said only beyond the noise. A step of several ranks ends when
+    the slowest is done (the all-reduce waits for it): each step counts at its
+    slowest rank's time. The first ``warmup`` steps (allocation, DDP's first
+    buckets) are left out. ``num_threads`` is the ranks' threads together,
+    the figure a fair comparison holds equal: one process with 2 threads
+    against 2 processes with 1 each uses the same cores.
+    """
+    per_rank = [r["step_seconds"][warmup:] for r in results]
+    steps = [max(times) for times in zip(*per_rank)]
+    if not steps:
+        raise ValueError(f"no step left to time after {warmup} warm-up steps: train more steps or epochs")
+    return Timing.from_times(steps, label=label, num_threads=sum(r["threads"] for r in results))
 
 
 def _checkpoint(model: torch.nn.Module, path: str, rank: int, dev: torch.device) -> dict[str, torch.Tensor]:

@@ -22,7 +22,8 @@ Chapter 07 (troubleshooting) teaches this module. Five parts:
   own figures, the analogue on a machine without a GPU).
 * **Profiler and TensorBoard**: :class:`SlowDataset` (a data-loading
   bottleneck to find), :func:`region_totals` / :func:`slowest_region` (read
-  a Chrome trace), :func:`profile_regions`, :func:`log_training`
+  a Chrome trace), :func:`region_timings` (each region's calls as a Timing,
+  for the course's verdicts), :func:`profile_regions`, :func:`log_training`
   (SummaryWriter: loss, throughput, memory), :func:`read_scalars`
   (EventAccumulator) and :func:`serve_tensorboard` (a server that is stopped
   when the block ends).
@@ -76,6 +77,7 @@ __all__ = [
     "oom_lines",
     "profile_regions",
     "read_scalars",
+    "region_timings",
     "region_totals",
     "reproduce",
     "runs_folder",
@@ -469,6 +471,23 @@ def region_totals(trace: str | Path | Mapping, names: list[str] | None = None) -
         if names is None or name in totals:
             totals[name] = totals.get(name, 0.0) + float(e.get("dur", 0.0)) / 1000.0
     return totals
+
+
+def region_timings(trace: str | Path | Mapping, names: list[str]) -> dict[str, benchmark.Timing]:
+    """Each ``record_function`` region of a Chrome trace as a :class:`helpers.benchmark.Timing`: one repeat per call.
+
+    A profiled loop calls each region once per recorded step, so every step is
+    a repeat and the median and IQR say how steady a region was; then
+    :func:`helpers.benchmark.describe_leader` names the slowest region only
+    when it is slower than the others beyond the noise. (The totals of
+    :func:`region_totals` hide that: three steps of a busy machine once named
+    data, backward and data in three runs.)
+    """
+    calls: dict[str, list[float]] = {n: [] for n in names}
+    for e in _trace_events(trace):
+        if e.get("cat") == "user_annotation" and e.get("ph") == "X" and e.get("name") in calls:
+            calls[e["name"]].append(float(e.get("dur", 0.0)) / 1e6)
+    return {n: benchmark.Timing.from_times(times or [float("nan")], label=n) for n, times in calls.items()}
 
 
 def slowest_region(trace: str | Path | Mapping, names: list[str] | None = None) -> str:

@@ -163,6 +163,39 @@ def test_sweep_waiting_items_scale_with_workers(no_worker_left):
     assert "4 workers" in str(points[1])
 
 
+def test_sweep_repeats_every_figure_so_the_verdicts_can_judge_it(no_worker_left):
+    """Three fresh loaders of two epochs per count: three start-ups and three steady epochs, kept as Timings."""
+    from helpers.benchmark import Timing
+
+    points = dl.sweep_workers(dl.SleepDataset(n=8, item_s=0.0), counts=(0, 2), batch_size=4, progress=False)
+    for point, label in zip(points, ("0 workers", "2 workers")):
+        assert isinstance(point.first, Timing) and isinstance(point.steady, Timing)
+        assert len(point.first.times) == 3 and len(point.steady.times) == 3
+        assert point.first.label == point.steady.label == label
+        assert point.steady_rate == pytest.approx(8 / point.steady.median)
+        assert point.first_epoch_rate == pytest.approx(8 / point.first.median)
+    assert "3 epochs" in str(points[0])
+    more = dl.sweep_workers(dl.SleepDataset(n=4, item_s=0.0), counts=(0,), batch_size=2, progress=False, starts=2,
+                            epochs=4)
+    assert len(more[0].first.times) == 2 and len(more[0].steady.times) == 6
+    with pytest.raises(ValueError, match="epochs >= 2"):
+        dl.sweep_workers(dl.SleepDataset(n=4, item_s=0.0), counts=(0,), epochs=1, progress=False)
+
+
+def test_the_bottleneck_is_named_only_beyond_the_noise():
+    steady = dl.StepTimes(load=[0.010, 0.011, 0.009, 0.010], copy=[1e-5] * 4, compute=[0.001, 0.0011, 0.0009, 0.001],
+                          num_threads=2)
+    assert steady.describe_bottleneck() == ("the bottleneck is load: load takes 10.0x as long as compute "
+                                            "(9.05x to 11.1x, from their spreads)")  # bands of 10 %: the floor
+    assert steady.timings()["compute"].num_threads == 2
+    busy = dl.StepTimes(load=[0.0001, 0.030, 0.0002, 0.025, 0.0003], copy=[1e-5] * 5,
+                        compute=[0.002, 0.003, 0.002, 0.0025, 0.002])
+    assert busy.bottleneck() == "compute"  # the largest median ...
+    text = busy.describe_bottleneck()  # ... but the waits for a batch spread over 0 to 30 ms
+    assert text.startswith("no single bottleneck: compute and load are within the noise on this machine")
+    assert "load IQR" in text
+
+
 def test_time_steps_splits_each_step():
     seen = []
     loader = DataLoader(dl.SleepDataset(n=12, item_s=0.005), batch_size=3)
@@ -171,6 +204,7 @@ def test_time_steps_splits_each_step():
     assert times.bottleneck() == "load"  # a step that does nothing waits for 15 ms of sleeping items
     assert set(times.medians()) == {"load", "copy", "compute"}
     assert len(dl.time_steps(loader, seen.append, "cpu", steps=2).load) == 1
+    assert times.num_threads == torch.get_num_threads()
 
 
 def test_plots_draw_what_was_measured():
@@ -205,6 +239,11 @@ def test_copy_bandwidth_needs_cuda():
         assert dl.copy_bandwidth(2**20, "cuda", pinned=True, min_run_time=0.05) > 0
     with pytest.raises(RuntimeError, match="CUDA"):
         dl.copy_bandwidth(2**20, "cpu", pinned=False)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        dl.copy_timing(2**20, "cpu", pinned=True)
+    if torch.cuda.is_available():
+        timing = dl.copy_timing(2**20, "cuda", pinned=True, min_run_time=0.05)
+        assert timing.label == "pinned" and timing.nbytes == 2**20 and timing.bytes_per_s > 0
 
 
 def test_prefetcher_on_the_cpu_moves_on_demand():

@@ -233,9 +233,21 @@ def test_train_on_two_ranks_equals_one_process_on_the_same_batches(tmp_path, no_
     expected = reference_weights(x, y, world_size=2, epochs=3, batch_size=2, lr=0.1, seed=0)
     for result in run.results:
         assert result["steps"] == 9 and result["allreduce_seconds"] > 0
+        assert len(result["step_seconds"]) == 9 and result["threads"] >= 1
         for key, value in expected.items():
             torch.testing.assert_close(result["weights"][key], value, rtol=1e-4, atol=1e-5)
             assert torch.equal(result["resumed"][key], run.results[0]["weights"][key])
+
+
+def test_step_timing_counts_each_step_at_its_slowest_rank_after_warm_up():
+    """What compare() judges: one repeat per step, the ranks' threads together (like with like)."""
+    ranks = [{"step_seconds": [0.9, 0.10, 0.30, 0.10, 0.2], "threads": 1},
+             {"step_seconds": [0.8, 0.20, 0.10, 0.10, 0.1], "threads": 1}]
+    timing = ddp.step_timing(ranks, "2 processes", warmup=1)
+    assert timing.times == [0.20, 0.30, 0.10, 0.2] and timing.num_threads == 2 and timing.label == "2 processes"
+    assert timing.median == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="no step left"):
+        ddp.step_timing(ranks, warmup=5)
 
 
 def test_torchrun_command_is_bounded_and_standalone():

@@ -182,6 +182,22 @@ def test_profile_regions_writes_a_readable_trace_naming_the_regions(tmp_path):
     assert totals["slow"] > totals["quick"] > 0
 
 
+def test_region_timings_make_each_call_a_repeat_for_the_verdicts():
+    def event(name, ms):
+        return {"cat": "user_annotation", "ph": "X", "name": name, "dur": ms * 1000}
+
+    steps = [("data", 80), ("backward", 2), ("data", 81), ("backward", 40), ("data", 79), ("backward", 3)]
+    trace = {"traceEvents": [event(n, ms) for n, ms in steps] + [event("ProfilerStep#1", 500)]}
+    timings = ts.region_timings(trace, ["data", "backward", "never"])
+    assert timings["data"].times == pytest.approx([0.080, 0.081, 0.079]) and timings["data"].label == "data"
+    assert timings["backward"].median == pytest.approx(0.003)
+    assert len(timings["never"].times) == 1 and timings["never"].median != timings["never"].median  # nan: not run
+    from helpers.benchmark import describe_leader
+
+    verdict = describe_leader([timings["data"], timings["backward"]], "slowest region", slowest=True)
+    assert verdict.startswith("the slowest region is data: data takes")
+
+
 def test_region_totals_refuses_what_is_not_a_trace(tmp_path):
     with pytest.raises(ValueError, match="not a Chrome trace"):
         ts.region_totals({"events": []})

@@ -1,0 +1,212 @@
+"""helpers.benchmark's one rule for conclusions from measurements: compare, Verdict, leaders, report.
+
+The property tests say what the rule promises for *any* measured numbers: a
+printed verdict never contradicts the figures it came from (it never calls the
+work with the larger median faster, never declares a difference whose bands
+overlap, never prints "1.00x faster"), and it does not depend on the order of
+the two sides or on the unit of time. The example tests pin the sentences the
+chapters print, and the readings that once produced a wrong conclusion.
+"""
+
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import benchmark as bench
+from helpers.checks.ch01 import SimulatedDevice
+
+# seconds per repeat, from a microsecond to a quarter of an hour: any time a chapter measures
+seconds = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)
+repeats = st.lists(seconds, min_size=1, max_size=12)
+
+
+def timing(times, label, threads=2):
+    return bench.Timing.from_times(times, label=label, num_threads=threads)
+
+
+def band(t):
+    half = max(t.iqr, bench.MIN_SPREAD * t.median) / 2
+    return t.median - half, t.median + half
+
+
+def printed_ratio(text):
+    """The ratio a sentence prints: "A is 1.83x faster than B (...)" -> 1.83."""
+    return float(re.search(r"(?:is|takes) ([0-9.]+)x (?:faster|as long)", text).group(1))
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=400, deadline=None)
+@given(repeats, repeats)
+def test_a_verdict_never_contradicts_its_own_numbers(times_a, times_b):
+    a, b = timing(times_a, "A"), timing(times_b, "B")
+    verdict = bench.compare(a, b)
+    text = str(verdict)
+    assert "A" in text and "B" in text
+    if verdict.clear:
+        fast, slow = verdict.faster, verdict.slower
+        assert fast.median < slow.median  # never "A faster" when A's median is not smaller
+        assert band(fast)[1] < band(slow)[0]  # the bands do not overlap
+        assert text.startswith(f"{fast.label} is ") and f"faster than {slow.label}" in text
+        assert printed_ratio(text) > 1  # never "1.00x faster"
+        assert "noise" not in text and "no conclusion" not in text
+    else:
+        assert "no conclusion" in text and "faster than" not in text
+        if verdict.known:
+            assert "within the noise on this machine" in text
+            assert band(a)[1] >= band(b)[0] and band(b)[1] >= band(a)[0]  # the bands overlap
+
+
+@settings(max_examples=300, deadline=None)
+@given(repeats, repeats)
+def test_the_speedup_lies_in_its_interval_and_the_interval_decides(times_a, times_b):
+    verdict = bench.compare(timing(times_a, "A"), timing(times_b, "B"))
+    if not verdict.known:
+        assert not verdict.clear
+        return
+    assert verdict.low <= verdict.speedup <= verdict.high
+    assert (verdict.faster is verdict.a) == (verdict.low > 1)
+    assert (verdict.faster is verdict.b) == (verdict.high < 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(repeats, repeats)
+def test_the_verdict_does_not_depend_on_the_order_of_the_sides(times_a, times_b):
+    a, b = timing(times_a, "A"), timing(times_b, "B")
+    forward, backward = bench.compare(a, b), bench.compare(b, a)
+    assert forward.clear == backward.clear
+    assert forward.faster is backward.faster
+    if forward.clear:
+        assert forward.sentence() == backward.sentence()
+
+
+@settings(max_examples=200, deadline=None)
+@given(repeats, repeats, st.integers(min_value=-20, max_value=20))
+def test_the_verdict_does_not_depend_on_the_unit_of_time(times_a, times_b, power):
+    scale = 2.0**power  # exact in floating point: the same numbers in another unit
+    plain = bench.compare(timing(times_a, "A"), timing(times_b, "B"))
+    scaled = bench.compare(timing([t * scale for t in times_a], "A"), timing([t * scale for t in times_b], "B"))
+    assert (plain.faster and plain.faster.label) == (scaled.faster and scaled.faster.label)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(seconds, min_size=1, max_size=bench.MIN_BLOCKS - 1), repeats)
+def test_too_few_repeats_never_give_a_conclusion(few, times):
+    verdict = bench.compare(timing(few, "A"), timing(times, "B"))
+    assert not verdict.clear and "too few repeats" in str(verdict)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(repeats, min_size=1, max_size=6), st.booleans())
+def test_leaders_hold_the_extreme_and_only_what_cannot_be_told_from_it(all_times, slowest):
+    timings = [timing(times, f"T{i}") for i, times in enumerate(all_times)]
+    top = bench.leaders(timings, slowest=slowest)
+    extreme = (max if slowest else min)(t.median for t in timings)
+    first = top[0]
+    assert first.median == extreme
+    assert [t.median for t in top] == sorted((t.median for t in top), reverse=slowest)
+    for t in timings:
+        if t not in top:  # left out only when the rule says it is beyond the noise from the leader
+            verdict = bench.compare(first, t)
+            assert verdict.clear and verdict.faster is (t if slowest else first)
+
+
+@settings(max_examples=200, deadline=None)
+@given(repeats, repeats, repeats, repeats)
+def test_one_speedup_exceeds_another_only_when_its_interval_is_above(t1, t2, t3, t4):
+    one = bench.compare(timing(t1, "A"), timing(t2, "B"))
+    other = bench.compare(timing(t3, "C"), timing(t4, "D"))
+    if one.exceeds(other):
+        assert one.speedup > other.speedup and one.low > other.high
+        assert not other.exceeds(one)
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def test_a_clear_difference_is_stated_with_its_interval():
+    fast = timing([1.0, 1.02, 0.98, 1.01, 0.99], "2 workers")
+    slow = timing([2.0, 2.1, 1.9, 2.05, 1.95], "0 workers")
+    verdict = bench.compare(fast, slow)
+    assert verdict.clear and verdict.faster is fast and verdict.slower is slow
+    assert str(verdict) == "2 workers is 2.00x faster than 0 workers (1.81x to 2.21x, from their spreads)"
+    assert verdict.sentence(longer=True).startswith("0 workers takes 2.00x as long as 2 workers")
+
+
+def test_a_steady_but_small_difference_is_within_the_noise():
+    """The floor: a 5 % gap between two very steady measurements is not declared (the load changes between them)."""
+    a = timing([1.00, 1.00, 1.00, 1.00], "one process")
+    b = timing([1.05, 1.05, 1.05, 1.05], "two processes")
+    verdict = bench.compare(a, b)
+    assert not verdict.clear and a.iqr == 0 and b.iqr == 0
+    assert str(verdict) == ("one process and two processes are within the noise on this machine (1.05x apart, but "
+                            "their spreads overlap): no conclusion")
+    assert bench.compare(a, timing([1.2] * 4, "slower")).clear  # 20 % apart: beyond the floor
+
+
+def test_the_readings_that_once_named_a_wrong_best_are_a_tie():
+    """Chapter 04 once called one noisy reading "the best" and 8 workers "23 % below" it; repeated, they tie."""
+    two = timing([0.14, 0.21, 0.26], "2 workers")
+    eight = timing([0.16, 0.19, 0.22], "8 workers")
+    assert [t.label for t in bench.leaders([two, eight])] == ["8 workers", "2 workers"]
+    assert "within the noise" in str(bench.compare(two, eight))
+    once = timing([0.15], "2 workers, once")
+    assert "too few repeats" in str(bench.compare(once, eight))
+
+
+def test_unequal_threads_are_named_in_the_sentence():
+    one = timing([1.0, 1.0, 1.0], "1 process", threads=1)
+    two = timing([0.5, 0.5, 0.5], "2 processes", threads=2)
+    assert str(bench.compare(two, one)).endswith("[not like with like: 2 torch threads in all against 1]")
+    assert "like with like" not in str(bench.compare(two, timing([1.0] * 3, "1 process, 2 threads")))
+    assert "like with like" not in str(bench.compare(two, one, threads_compared=True))  # the threads are the question
+
+
+def test_unlabelled_and_degenerate_measurements_still_read():
+    verdict = bench.compare(timing([1.0] * 3, ""), timing([3.0] * 3, ""))
+    assert str(verdict).startswith("one is 3.00x faster than the other")
+    zero = bench.compare(timing([0.0] * 3, "nothing"), timing([1.0] * 3, "work"))
+    assert not zero.clear and "not a positive time" in str(zero)
+    wide = bench.compare(timing([1.0, 1.0, 9.0, 9.0], "wide"), timing([30.0] * 4, "slow"))
+    assert wide.clear and math.isinf(wide.high) is False and "from their spreads" in str(wide)
+
+
+def test_a_timing_from_the_course_timer_is_judged_by_the_same_rule():
+    cpu = SimulatedDevice("cpu")
+    with cpu.active():
+        quick = bench.time_callable(cpu.kernel(0.001), "cpu", min_run_time=0.05, label="quick", warn=False)
+        slow = bench.time_callable(cpu.kernel(0.003), "cpu", min_run_time=0.05, label="slow", warn=False)
+    assert quick.measurement is not None
+    verdict = bench.compare(quick, slow)
+    assert verdict.faster is quick and printed_ratio(str(verdict)) == pytest.approx(3.0, abs=0.01)
+
+
+def test_report_shows_each_figure_with_its_spread():
+    text = bench.report([timing([1e-3, 1.1e-3, 0.9e-3], "a"), timing([2e-3], "b", threads=1)])
+    assert text.splitlines() == ["  a: 1 ms (IQR 10% of the median, 3 repeats, 2 threads)",
+                                 "  b: 2 ms (too few blocks to know its spread, 1 repeat, 1 thread)"]
+
+
+def test_describe_leader_names_a_leader_only_beyond_the_noise():
+    data = timing([0.080, 0.082, 0.079, 0.081], "data")
+    backward = timing([0.004, 0.030, 0.003, 0.025, 0.005], "backward")
+    forward = timing([0.001, 0.0011, 0.0009], "forward")
+    assert bench.describe_leader([forward, data, backward], "slowest region", slowest=True) == (
+        "the slowest region is data: data takes 16.1x as long as backward (at least 4.93x, from their spreads)")
+    assert bench.describe_leader([data, backward, forward], "fastest region").startswith(
+        "no single fastest region: forward and backward are within the noise on this machine")
+    assert bench.describe_leader([data], "slowest region") == "the slowest region is data, the only one measured"
+    never = timing([float("nan")], "never ran")
+    assert bench.leaders([never, data, forward], slowest=True) == [data]  # no median: no part in the ranking
+    assert bench.describe_leader([never, data], "slowest region").endswith("the only one measured")
+
+
+def test_leaders_needs_a_measurement():
+    with pytest.raises(ValueError, match="at least one"):
+        bench.leaders([])
+    with pytest.raises(ValueError, match="with a median"):
+        bench.leaders([timing([float("nan")], "never ran")])
