@@ -97,14 +97,16 @@ class CellWatch:
         self.wall_s = time.monotonic() - self._start
 
     def _run(self) -> None:
-        window: list[tuple[float, float]] = []  # (wall, cpu) samples over the last ``stall`` seconds
+        window = [(0.0, 0.0)]  # (wall, cpu) samples; the first is the newest one at least ``stall`` seconds old
         while not self._done.wait(POLL_S):
             self._measure()
-            window = [s for s in window if s[0] >= self.wall_s - self.stall] + [(self.wall_s, self.cpu_s)]
+            window.append((self.wall_s, self.cpu_s))
+            while len(window) > 1 and window[1][0] <= self.wall_s - self.stall:
+                window.pop(0)
             if self.cpu_budget is not None and self.cpu_s > self.cpu_budget:
                 return self._interrupt("cpu")
             first = window[0]
-            if self.wall_s - first[0] >= self.stall * 0.95 and self.cpu_s - first[1] < STALL_SHARE * self.stall:
+            if self.wall_s - first[0] >= self.stall and self.cpu_s - first[1] < STALL_SHARE * self.stall:
                 return self._interrupt("stall")
 
     def _interrupt(self, reason: str) -> None:
