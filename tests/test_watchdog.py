@@ -15,7 +15,7 @@ from course_tools.grading.watchdog import CellWatch, tree_cpu_seconds
 
 LOOP = "while True: pass"
 SLEEP = "import time; time.sleep(60)"
-STUBBORN = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+STUBBORN = ("import time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
             "while True: pass")
 CHILD_WORKS = ("import subprocess, sys\n"
                "subprocess.run([sys.executable, '-c', 's = 0\\nfor i in range(30_000_000): s += i'])\n"
@@ -23,7 +23,9 @@ CHILD_WORKS = ("import subprocess, sys\n"
 
 
 def _start(code: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", code])
+    """``code`` in a new Python, whose Ctrl-C raises KeyboardInterrupt as a kernel's does: a process started
+    from a pytest-xdist worker inherits SIGINT ignored, and Python then never installs its handler."""
+    return subprocess.Popen([sys.executable, "-c", f"import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n{code}"])
 
 
 def _watch(proc, budget, stall=30.0, grace=2.0, until=20.0) -> CellWatch:
