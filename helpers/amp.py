@@ -126,38 +126,45 @@ def _cpu_slower(dtype: torch.dtype, units: dict[str, bool | None]) -> str:
     """Why a CPU autocast step measured slower than fp32, from the features this CPU reports."""
     if dtype == torch.float16:
         if units.get("AMX-FP16"):
-            return ("slower even with AMX-FP16 tiles: at this size the casts and per-operation overheads cost more "
-                    "than the tiles save")
+            return ("even with AMX-FP16 tiles, the casts and per-operation overheads cost more at this size than "
+                    "the tiles save")
         if units.get("AVX512-FP16 (fp16 vector arithmetic)"):
-            return ("slower: this CPU has AVX512-FP16 vector arithmetic but no fp16 matrix tiles (AMX-FP16), so fp16 "
-                    "products gain little over the tuned fp32 kernels, and autocast adds a cast of every input and "
-                    "weight on top")
-        return ("slower: this CPU has no fp16 arithmetic (neither AMX-FP16 nor AVX512-FP16), so fp16 products are "
-                "converted in software")
+            return ("this CPU has AVX512-FP16 vector arithmetic but no fp16 matrix tiles (AMX-FP16), so fp16 products "
+                    "gain little over the tuned fp32 kernels, and autocast adds a cast of every input and weight on top")
+        return ("this CPU has no fp16 arithmetic (neither AMX-FP16 nor AVX512-FP16), so fp16 products are converted "
+                "in software")
     if units.get("AMX (bf16 matrix tiles)"):
-        return ("slower even with AMX bf16 tiles: at this size the casts and per-operation overheads cost more than "
-                "the tiles save")
-    return ("slower: without AMX matrix tiles, bf16 matrix products are no faster than the tuned fp32 kernels, and "
-            "autocast adds a cast of every input and weight on top")
+        return ("even with AMX bf16 tiles, the casts and per-operation overheads cost more at this size than the "
+                "tiles save")
+    return ("without AMX matrix tiles, bf16 matrix products are no faster than the tuned fp32 kernels, and autocast "
+            "adds a cast of every input and weight on top")
 
 
-def speed_verdict(ratio: float, device_type: str, dtype: torch.dtype, units: dict[str, bool | None]) -> str:
-    """What a measured time ratio (low precision / fp32) says, in words that follow from the number.
+def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dtype,
+                  units: dict[str, bool | None]) -> str:
+    """Whether the low-precision step ``low`` ran faster than ``fp32``, slower, or within the noise, and why.
 
-    ``units`` is :func:`low_precision_units` of the device that was
-    measured: a CPU's explanation names the feature it has or lacks, never
-    one it was not asked about. Within 10 % either way counts as the same.
+    The verdict is :func:`helpers.benchmark.compare`'s, the course's one rule
+    for conclusions from measurements: a difference only when the two
+    timings' bands do not overlap, with the ratio's interval. Only then does
+    the sentence go on to say why, for the kind of device the timings were
+    made on (``low.device``): ``units`` is :func:`low_precision_units` of
+    that device, and a CPU's explanation names the feature it has or lacks,
+    never one it was not asked about. Within the noise on this machine, or
+    with too few repeats to know, it says so and explains nothing.
     """
-    if ratio < 0.9:
+    verdict = benchmark.compare(low, fp32)
+    device_type = torch.device(low.device).type
+    if verdict.faster is low:
         where = {torch.bfloat16: "AMX (bf16 matrix tiles)", torch.float16: "AMX-FP16"}.get(dtype)
         if device_type == "cpu" and where and units.get(where):
-            return f"faster: the {where.split(' (')[0]} matrix tiles pay for the casts"
-        return "faster: the low-precision arithmetic pays for the casts"
-    if ratio <= 1.1:
-        return "about the same: the casts cost what the 16-bit arithmetic saves, or the step is dominated by overheads"
-    if device_type == "cpu":
-        return _cpu_slower(dtype, units)
-    return "slower: at this size the casts and extra kernel launches cost more than the tensor cores save"
+            return f"{verdict}: the {where.split(' (')[0]} matrix tiles pay for the casts"
+        return f"{verdict}: the low-precision arithmetic pays for the casts"
+    if verdict.faster is fp32:
+        why = (_cpu_slower(dtype, units) if device_type == "cpu" else
+               "at this size the casts and extra kernel launches cost more than the tensor cores save")
+        return f"{verdict.sentence(longer=True)}: {why}"
+    return str(verdict)
 
 
 # --------------------------------------------------------------------------- the three training steps

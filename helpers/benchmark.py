@@ -25,7 +25,9 @@ needs on top:
   difference within the noise is said to be one, and no chapter prints a
   winner that one noisy reading made. :func:`leaders` names every measurement
   the rule cannot tell apart from the fastest (or slowest), and
-  :func:`describe_leader` says it in words.
+  :func:`describe_leader` says it in words; :func:`verdicts_by_size` judges a
+  sweep's two devices size by size, and :func:`crossover` claims a crossover
+  only where those verdicts are beyond the noise.
 
 It also holds :class:`BackgroundQueue`, the stand-in chapter 01 *teaches*
 with on a machine without a GPU: real work queued on a background thread and
@@ -97,6 +99,7 @@ __all__ = [
     "sync_timer",
     "synchronize",
     "time_callable",
+    "verdicts_by_size",
 ]
 
 #: From this IQR / median up a measurement is noisy (torch's own threshold, and its stop rule in adaptive_autorange).
@@ -205,6 +208,20 @@ class Timing:
         return cls(median=statistics.median(times), iqr=q3 - q1, times=times, device=str(device), label=label,
                    num_threads=num_threads if num_threads is not None else torch.get_num_threads())
 
+    @classmethod
+    def from_measurement(cls, m: torch_benchmark.Measurement, device: str | torch.device = "cpu", label: str = "",
+                         **fields: Any) -> "Timing":
+        """A Timing of what ``torch.utils.benchmark.Timer`` measured itself (``blocked_autorange`` and the like).
+
+        The threads are the ones the Timer ran with (``m.task_spec.num_threads``:
+        one unless it was told otherwise); torch's own ``meets_confidence``
+        judges the spread, as for :func:`time_callable`'s measurements.
+        ``fields`` sets the rest (``flops``, ``nbytes``, ``warmup``).
+        """
+        fields.setdefault("num_threads", int(m.task_spec.num_threads))
+        return cls(median=float(m.median), iqr=float(m.iqr), times=[float(t) for t in m.times], device=str(device),
+                   label=label, number_per_run=int(m.number_per_run), measurement=m, **fields)
+
     def stands_out(self, seconds: float, k: float = 3.0) -> bool:
         """Whether one call of ``seconds`` is clearly slower than these: beyond ``k`` spreads above the median.
 
@@ -299,9 +316,7 @@ def time_callable(
         m = timer.adaptive_autorange(threshold=NOISE_THRESHOLD, min_run_time=min_run_time, max_run_time=max_run_time)
     else:
         m = timer.blocked_autorange(min_run_time=min_run_time)
-    timing = Timing(median=float(m.median), iqr=float(m.iqr), times=[float(t) for t in m.times], num_threads=threads,
-                    device=str(dev), label=label, flops=flops, nbytes=nbytes, number_per_run=int(m.number_per_run),
-                    warmup=warmup, measurement=m)
+    timing = Timing.from_measurement(m, dev, label, num_threads=threads, flops=flops, nbytes=nbytes, warmup=warmup)
     if warn:
         _warn_if_noisy(timing)
     return timing
@@ -485,13 +500,16 @@ def _measured(timings: Iterable[Timing]) -> list[Timing]:
     return measured
 
 
-def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False) -> str:
+def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False, *,
+                    threads_compared: bool = False) -> str:
     """What :func:`leaders` found, in words: ``"the bottleneck is load: load takes 63x as long as compute (...)"``.
 
     The leader is named, with its verdict against the runner-up (the next by
     median), only when it stands apart from every other beyond the noise;
     otherwise all those tied with it are named as within the noise on this
-    machine (``"no single bottleneck: ..."``). ``what`` names the role.
+    machine (``"no single bottleneck: ..."``). ``what`` names the role;
+    ``threads_compared`` is :func:`compare`'s (the thread count is one of the
+    things compared, so the sentence does not call it unlike).
     """
     top, measured = leaders(timings, slowest=slowest), _measured(timings)
     if len(top) > 1:
@@ -499,7 +517,8 @@ def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False)
     if len(measured) == 1:
         return f"the {what} is {top[0].label}, the only one measured"
     runner_up = sorted(measured, key=lambda t: t.median, reverse=slowest)[1]
-    verdict = compare(runner_up, top[0]) if slowest else compare(top[0], runner_up)
+    pair = (runner_up, top[0]) if slowest else (top[0], runner_up)
+    verdict = compare(*pair, threads_compared=threads_compared)
     return f"the {what} is {top[0].label}: {verdict.sentence(longer=slowest)}"
 
 
@@ -697,18 +716,42 @@ def compare_with_torch_timer(n: int = 1024, rounds: int = 5, num_threads: int | 
     return table
 
 
-def crossover(sizes: Sequence[int], speedups: Sequence[float | None]) -> int | None:
-    """The smallest size from which the accelerator is faster (speed-up > 1) at that size and every larger one.
+def crossover(sizes: Sequence[int], speedups: Sequence[float | Verdict | None]) -> int | None:
+    """The smallest size from which the accelerator is faster at that size and every larger one.
 
     None when it is not faster at the largest size measured. ``sizes`` must be
-    increasing; ``speedups[i] = cpu_seconds[i] / accelerator_seconds[i]``.
+    increasing. Each of ``speedups`` is either a plain speed-up,
+    ``cpu_seconds[i] / accelerator_seconds[i]`` (faster: above 1; chapter
+    01's exercise defines the crossover so), or the :class:`Verdict`
+    ``compare(accelerator, cpu)`` at that size (:func:`verdicts_by_size`),
+    as the chapters pass it: then faster means faster beyond the noise
+    (``verdict.faster is verdict.a``), so a size where the two are within
+    the noise on this machine ends the run like a loss, and no crossover is
+    claimed that one noisy reading made.
     """
     found = None
     for n, s in reversed(list(zip(sizes, speedups))):
-        if s is None or not s > 1:
+        wins = s.faster is s.a if isinstance(s, Verdict) else s is not None and s > 1
+        if not wins:
             break
         found = n
     return found
+
+
+def verdicts_by_size(table: Table, a: str | torch.device, b: str | torch.device) -> dict[Any, Verdict]:
+    """``compare(a's timing, b's timing)`` at every size a :func:`sweep` measured on both devices, by size.
+
+    ``a`` and ``b`` are devices of ``table`` (``"cuda:0"``, ``"cpu"``): each
+    verdict's ``speedup`` is ``b``'s median over ``a``'s, with its interval
+    (:attr:`Verdict.low` to :attr:`Verdict.high`), and its sentence names
+    the devices (the timings are copies labelled by device; the table's own
+    are left as they are). Pass the list of verdicts to :func:`crossover`.
+    """
+    def by_size(device: str | torch.device) -> dict[Any, Timing]:
+        return {r["size"]: dataclasses.replace(r["timing"], label=str(device)) for r in table.where(device=str(device))}
+
+    first, second = by_size(a), by_size(b)
+    return {n: compare(first[n], second[n]) for n in first if n in second}
 
 
 # --------------------------------------------------------------------------- stand-ins for asynchronous devices

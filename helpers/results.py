@@ -39,7 +39,7 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
         "gpu_matmul_best_n": ("n", "size n of the GPU's best matrix product"),
         "speedup_smallest": ("x", "GPU speed over CPU speed at the smallest size of the sweep (n=16)"),
         "speedup_largest": ("x", "GPU speed over CPU speed at the largest size of the sweep (n=2048)"),
-        "crossover_n": ("n", "size from which the GPU beats the CPU at every larger size"),
+        "crossover_n": ("n", "size from which the GPU beats the CPU beyond the noise at every larger size"),
         "gpu_call_floor": ("s", "one call of the cheapest GPU operation (add 1 to one number)"),
         "gpu_copy_bandwidth": ("B/s", "bytes per second of a plain device copy, n=8192 float32"),
         "gpu_add_bandwidth": ("B/s", "bytes per second of an element-wise add, n=8192 float32"),

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from course import ROOT, load, run_graded_cells, solution_path
 from helpers import amp
+from helpers import benchmark as bench
 from helpers.models import MLP, flat_grads, flat_params, make_regression, set_seed
 
 CHAPTER = "05_mixed_precision"
@@ -188,6 +189,14 @@ UNITS_NONE = {"AMX (bf16 matrix tiles)": False, "AMX-FP16": False, "AVX512-BF16 
               "AVX512-FP16 (fp16 vector arithmetic)": False}
 
 
+def step_times(seconds, name, device="cpu"):
+    """A step's timing, measured steadily (1 % apart): what compare_precisions hands the verdict."""
+    return bench.Timing.from_times([seconds * f for f in (0.99, 1.0, 1.01)], device, label=name, num_threads=2)
+
+
+FP32 = step_times(1.0, "fp32")
+
+
 @pytest.mark.parametrize("units, dtype, says, never", [
     (UNITS_NONE, torch.float16, "converted in software", "AVX512-FP16 vector arithmetic but"),
     ({**UNITS_NONE, "AVX512-FP16 (fp16 vector arithmetic)": True}, torch.float16, "AVX512-FP16 vector arithmetic but",
@@ -197,16 +206,30 @@ UNITS_NONE = {"AMX (bf16 matrix tiles)": False, "AMX-FP16": False, "AVX512-BF16 
     ({**UNITS_NONE, "AMX (bf16 matrix tiles)": True}, torch.bfloat16, "even with AMX bf16 tiles", "without AMX"),
 ])
 def test_speed_verdict_for_a_slower_cpu_step_names_only_the_features_the_cpu_reports(units, dtype, says, never):
-    text = amp.speed_verdict(1.5, "cpu", dtype, units)
-    assert text.startswith("slower") and says in text and never not in text
+    text = amp.speed_verdict(step_times(1.5, "low"), FP32, dtype, units)
+    assert text.startswith("low takes 1.50x as long as fp32 (") and says in text and never not in text
 
 
-def test_speed_verdict_follows_the_ratio():
+def test_speed_verdict_is_the_course_rule_and_explains_only_a_difference_beyond_the_noise():
     amx = {**UNITS_NONE, "AMX (bf16 matrix tiles)": True}
-    assert amp.speed_verdict(0.5, "cpu", torch.bfloat16, amx) == "faster: the AMX matrix tiles pay for the casts"
-    assert amp.speed_verdict(0.5, "cpu", torch.bfloat16, UNITS_NONE).startswith("faster: the low-precision")
-    assert amp.speed_verdict(1.05, "cpu", torch.float16, UNITS_NONE).startswith("about the same")
-    assert amp.speed_verdict(1.5, "cuda", torch.float16, {}).startswith("slower: at this size")
+    bf16 = step_times(0.5, "bf16")
+    assert amp.speed_verdict(bf16, FP32, torch.bfloat16, amx) == (
+        f"{bench.compare(bf16, FP32)}: the AMX matrix tiles pay for the casts")
+    assert amp.speed_verdict(bf16, FP32, torch.bfloat16, amx).startswith("bf16 is 2.00x faster than fp32 (")
+    assert amp.speed_verdict(bf16, FP32, torch.bfloat16, UNITS_NONE).endswith(
+        ": the low-precision arithmetic pays for the casts")
+    # 5 % apart, steadily: within the noise on this machine, so no conclusion and no explanation
+    close = amp.speed_verdict(step_times(1.05, "fp16"), FP32, torch.float16, UNITS_NONE)
+    assert close == str(bench.compare(step_times(1.05, "fp16"), FP32)) and "within the noise on this machine" in close
+    assert "casts" not in close and "software" not in close
+    # 1.5x apart on the medians, but one repeat: too few to know, so nothing is explained either
+    once = bench.Timing.from_times([1.5], "cpu", label="fp16", num_threads=2)
+    assert "no conclusion" in amp.speed_verdict(once, FP32, torch.float16, UNITS_NONE)
+    # 1.5x apart on the medians, but a wide spread: the bands overlap
+    wide = bench.Timing.from_times([0.3, 1.5, 2.7], "cpu", label="fp16", num_threads=2)
+    assert "within the noise" in amp.speed_verdict(wide, FP32, torch.float16, UNITS_NONE)
+    on_gpu = amp.speed_verdict(step_times(1.5, "fp16", "cuda:0"), step_times(1.0, "fp32", "cuda:0"), torch.float16, {})
+    assert on_gpu.startswith("fp16 takes 1.50x as long as fp32 (") and "tensor cores" in on_gpu
 
 
 def test_cpu_units_report_avx512_fp16_from_the_capabilities():

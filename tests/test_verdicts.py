@@ -200,6 +200,9 @@ def test_describe_leader_names_a_leader_only_beyond_the_noise():
     assert bench.describe_leader([data, backward, forward], "fastest region").startswith(
         "no single fastest region: forward and backward are within the noise on this machine")
     assert bench.describe_leader([data], "slowest region") == "the slowest region is data, the only one measured"
+    one, two = timing([2.0, 2.0, 2.0], "1 thread", threads=1), timing([1.0, 1.0, 1.0], "2 threads")
+    assert bench.describe_leader([one, two], "fastest").endswith("[not like with like: 2 torch threads in all against 1]")
+    assert bench.describe_leader([one, two], "fastest", threads_compared=True).endswith("from their spreads)")
     never = timing([float("nan")], "never ran")
     assert bench.leaders([never, data, forward], slowest=True) == [data]  # no median: no part in the ranking
     assert bench.describe_leader([never, data], "slowest region").endswith("the only one measured")
@@ -210,3 +213,48 @@ def test_leaders_needs_a_measurement():
         bench.leaders([])
     with pytest.raises(ValueError, match="with a median"):
         bench.leaders([timing([float("nan")], "never ran")])
+
+
+def test_a_crossover_from_verdicts_is_claimed_only_beyond_the_noise():
+    """Chapter 01's sweep: the accelerator wins from a size on only where each verdict says so beyond the noise."""
+    def at(accelerator_s, cpu_s):
+        return bench.compare(timing([accelerator_s * f for f in (0.98, 1.0, 1.02)], "cuda:0"),
+                             timing([cpu_s * f for f in (0.98, 1.0, 1.02)], "cpu"))
+
+    sizes = [16, 256, 1024, 2048]
+    wins = [at(2.0, 1.0), at(1.0, 2.0), at(1.0, 5.0), at(1.0, 40.0)]
+    assert bench.crossover(sizes, wins) == 256
+    tied_at_256 = [wins[0], at(1.0, 1.05), wins[2], wins[3]]  # 1.05x on the medians: within the noise
+    assert bench.crossover(sizes, tied_at_256) == 1024
+    assert bench.crossover(sizes, [v.speedup for v in tied_at_256]) == 256  # the medians alone would claim 256
+    assert bench.crossover(sizes, [*wins[:3], at(1.0, 1.05)]) is None  # not beyond the noise at the largest size
+    few = bench.compare(timing([1.0], "cuda:0"), timing([40.0] * 3, "cpu"))
+    assert bench.crossover(sizes, [*wins[:3], few]) is None  # too few repeats: no conclusion, so no crossover
+
+
+def test_verdicts_by_size_compares_the_two_devices_of_a_sweep_size_by_size():
+    rows = bench.Table()
+    for device, seconds in (("cpu", {64: 1e-4, 512: 8e-3}), ("cuda:0", {64: 1e-4, 512: 2e-4})):
+        for n, s in seconds.items():
+            row = timing([s * f for f in (0.99, 1.0, 1.01)], "matmul").as_row()
+            row.update(device=device, size=n)
+            rows.append(row)
+    verdicts = bench.verdicts_by_size(rows, "cuda:0", "cpu")
+    assert list(verdicts) == [64, 512]
+    assert "cuda:0 and cpu are within the noise on this machine" in str(verdicts[64])
+    assert str(verdicts[512]).startswith("cuda:0 is 40.0x faster than cpu (")
+    assert verdicts[512].speedup == pytest.approx(40.0)
+    assert bench.crossover([64, 512], list(verdicts.values())) == 512
+    assert {r["timing"].label for r in rows} == {"matmul"}  # the table's own timings keep their labels
+
+
+def test_a_timing_from_torchs_own_timer_keeps_its_threads_and_its_confidence():
+    import torch
+    import torch.utils.benchmark as tbench
+
+    a = torch.randn(16, 16)
+    m = tbench.Timer("a @ a", globals={"a": a}).blocked_autorange(min_run_time=0.01)
+    t = bench.Timing.from_measurement(m, "cpu", label="Timer's default")
+    assert t.num_threads == 1 and t.median == m.median and t.times == list(m.times) and t.measurement is m
+    assert t.meets_confidence() == (len(m.times) >= bench.MIN_BLOCKS and m.meets_confidence(bench.NOISE_THRESHOLD))
+    assert bench.Timing.from_measurement(m, "cpu", num_threads=4, flops=2.0).num_threads == 4
