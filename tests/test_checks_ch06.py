@@ -14,6 +14,7 @@ import torch
 
 from course import no_child_left
 from helpers.checks import CheckFailed, ch06
+from helpers.machine import busy_factor
 from helpers.models import make_regression
 
 
@@ -137,10 +138,11 @@ def test_one_launch_serves_both_training_cells(monkeypatch):
 def test_a_hanging_learner_ends_in_a_verdict(monkeypatch):
     monkeypatch.setattr(ch06, "LIMIT", 8.0)
     hang = cell("def average_gradients(model):\n    while True:\n        pass\n")["average_gradients"]
-    start = time.monotonic()
+    start, factor = time.monotonic(), busy_factor()
     with no_child_left(), pytest.raises(CheckFailed, match="did not end"):
         ch06.check_average_gradients(hang)
-    assert time.monotonic() - start < 30
+    # bounded: the check's limit grows with the machine's load (8 s x runnable processes per core), no more
+    assert time.monotonic() - start < 8.0 * max(factor, busy_factor()) + 22
 
 
 def test_a_rank_killed_halfway_names_the_rank():
