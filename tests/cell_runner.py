@@ -151,15 +151,18 @@ def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors
             warnings.simplefilter("error", getattr(builtins, category))
         for cell in cells:
             source = replacements.pop(cell["grade_id"], cell["source"]) if cell["solution"] else cell["source"]
-            error = None
+            error, stderr = None, io.StringIO()
             _limit_cell(True)
             try:
-                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
                     exec(compile(source, f"<cell {cell['grade_id'] or '?'}>", "exec"), namespace)
             except BaseException as err:  # noqa: BLE001 - any failure of a cell is its outcome, as under nbgrader
                 error = f"{type(err).__name__}: {err}"
             finally:
                 _limit_cell(False)
+            if error is None and cell["grade"] and stderr.getvalue().strip():
+                # nbgrader's determine_grade scores 0 for a grade cell with a stderr stream, whatever it says
+                error = f"wrote to stderr (nbgrader scores that 0): {stderr.getvalue().strip()[:300]}"
             if cell["grade"]:
                 results[cell["grade_id"]] = [error is None, error or ""]
     if replacements:
