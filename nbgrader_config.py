@@ -45,6 +45,12 @@ c.GradingLimits.stall = 120
 c.Execute.timeout = 600
 c.Execute.interrupt_on_timeout = True
 
+# The learner's notebook goes on past a check that fails (course_tools/grading/preprocessors.py).
+from course_tools.grading.preprocessors import TagCellsThatMayStop  # noqa: E402
+from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
+
+c.GenerateAssignment.preprocessors = GenerateAssignment.class_traits()["preprocessors"].default() + [TagCellsThatMayStop]
+
 # Heavy demonstrations do not count towards any grade; skip them while grading.
 from course_tools.grading.preprocessors import SkipDemoCells  # noqa: E402
 from nbgrader.converters.autograde import Autograde  # noqa: E402

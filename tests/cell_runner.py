@@ -144,7 +144,7 @@ def _namespace() -> dict:
 def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors: list[str]) -> dict:
     """Run the cells once; return {"cells": {grade_id: [passed, message]}, "leaks": [...]}."""
     settings, attributes = _settings(), _attributes()
-    namespace, results = _namespace(), {}
+    namespace, results, stops = _namespace(), {}, []
     replacements = dict(replacements)
     with warnings.catch_warnings():
         for category in warnings_as_errors:
@@ -165,10 +165,13 @@ def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors
                 error = f"wrote to stderr (nbgrader scores that 0): {stderr.getvalue().strip()[:300]}"
             if cell["grade"]:
                 results[cell["grade_id"]] = [error is None, error or ""]
+            elif error is not None:
+                first = next((line for line in source.splitlines() if line.strip()), "")
+                stops.append(f"{first[:80]}: {error[:300]}")
     if replacements:
         results["__unknown__"] = [False, f"no solution cell with grade_id {sorted(replacements)}"]
     namespace.clear()
-    return {"cells": results, "leaks": leaks_since(settings, attributes)}
+    return {"cells": results, "leaks": leaks_since(settings, attributes), "stops": stops}
 
 
 def main(job_path: str, results_path: str) -> None:

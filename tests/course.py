@@ -117,6 +117,7 @@ class RunResult:
     cells: dict[str, CellResult]
     leaks: list[str]
     seconds: float = 0.0
+    stops: list[str] = field(default_factory=list)  # other cells that raised: "first line: error"
 
 
 RUNNER = Path(__file__).resolve().parent / "cell_runner.py"
@@ -156,7 +157,7 @@ def run_submissions(nb, runs: dict[str, dict[str, str]], warnings_as_errors: tup
             for line in out.read_text().splitlines():
                 done = json.loads(line)
                 results[done["key"]] = RunResult({g: CellResult(*v) for g, v in done["cells"].items()},
-                                                 done["leaks"], done["seconds"])
+                                                 done["leaks"], done["seconds"], done.get("stops", []))
             pending = [(k, r) for k, r in pending if k not in results]
             if pending:
                 key = pending.pop(0)[0]

@@ -155,3 +155,87 @@ def test_the_self_contained_rule_can_fail():
     assert len(visible_code_lines('"""Check that x."""\n' + "a = 1\n" * 13 + "### BEGIN HIDDEN TESTS\nb=2\n### END HIDDEN TESTS\n")) == 13
     hidden = "### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\n"
     assert len(visible_code_lines('"""Check that x."""\n' + "a = 1\n" * 11 + hidden + "passed()\n")) == 12
+
+
+def bound_names(source: str) -> set[str]:
+    """Names a cell binds at its top level (assignments, defs, imports, loop targets)."""
+    bound = set()
+    for stmt in ast.parse(source).body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(stmt.name)
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return bound
+
+
+def python_cells(nb):
+    """(index, cell) of the code cells that are Python (not a %%writefile or a shell line)."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and not re.match(r"\s*(%%|!)", cell.source):
+            try:
+                ast.parse(cell.source)
+            except SyntaxError:  # a line magic inside: IPython syntax, not Python
+                continue
+            yield index, cell
+
+
+def bare_exercise_cells(nb) -> list:
+    """Cells other than grade and solution cells that use an exercise without ``helpers.checks.solved``."""
+    from course_tools.grading.preprocessors import may_stop
+
+    names = exercise_names(nb)
+    return [(i, sorted(free_names(c.source) & names)) for i, c in python_cells(nb)
+            if not nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")
+            and free_names(c.source) & names and not may_stop(c)]
+
+
+def run_all_stops(nb) -> list[str]:
+    """Later cells that read what only a cell running an exercise binds (so they fail when it is blank)."""
+    from course_tools.grading.preprocessors import may_stop
+
+    cells = list(python_cells(nb))
+    surely_bound: set[str] = set()
+    problems = []
+    for pos, (i, cell) in enumerate(cells):
+        if may_stop(cell) and not nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution"):
+            risky = bound_names(cell.source) - surely_bound
+            for j, later in cells[pos + 1:]:
+                if read := free_names(later.source) & risky:
+                    problems.append(f"cell {j} reads {sorted(read)} that only cell {i} (which runs an exercise) binds")
+        elif not may_stop(cell):
+            surely_bound |= bound_names(cell.source)
+    return problems
+
+
+@pytest.mark.parametrize("chapter", [pytest.param(ch, marks=pytest.mark.xfail(
+    strict=True, reason="issue 22: 07's profile demo is being rewritten")) if ch == "07_troubleshooting" else ch
+    for ch in chapters()])
+def test_a_cell_that_runs_an_exercise_goes_through_solved(chapter):
+    """So a blank exercise stops it with "`name` is not written yet", it is tagged to let Run All go on
+    (course_tools.grading.preprocessors.TagCellsThatMayStop), and no other cell needs the exercise."""
+    bare = bare_exercise_cells(ALL[chapter])
+    assert not bare, f"{chapter}: cells that run an exercise without helpers.checks.solved: {bare}"
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_run_all_goes_on_past_a_blank_exercise(chapter):
+    """What a cell that may stop binds (a result of the learner's exercise) is read by no later cell, unless an
+    earlier cell that cannot stop binds it too: with an exercise blank, Run All still reaches the end."""
+    problems = run_all_stops(ALL[chapter])
+    assert not problems, f"{chapter}: " + "; ".join(problems)
+
+
+def test_the_run_all_rules_can_fail():
+    import nbformat
+
+    solution = nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n",
+                                         metadata={"nbgrader": {"solution": True, "grade_id": "f"}})
+    nb = nbformat.v4.new_notebook(cells=[solution, nbformat.v4.new_code_cell("y = f()"),
+                                         nbformat.v4.new_code_cell("x = solved(f)"),
+                                         nbformat.v4.new_code_cell("print(x, y)")])
+    assert bare_exercise_cells(nb) == [(1, ["f"])]
+    assert run_all_stops(nb) == ["cell 3 reads ['x'] that only cell 2 (which runs an exercise) binds"]

@@ -13,7 +13,7 @@ import functools
 
 import pytest
 
-from course import chapters, grade_cells, load, run_submissions, solution_path, submissions
+from course import NOTEBOOKS, chapters, grade_cells, load, nbgrader_meta, run_submissions, solution_path, submissions
 
 
 @functools.lru_cache(maxsize=None)
@@ -24,9 +24,28 @@ def _notebook(chapter):
 @functools.lru_cache(maxsize=None)
 def _graded(chapter):
     """Outcomes of the reference ("reference") and of every submission of ``chapter`` (by name)."""
-    runs = {"reference": {}}
+    runs = {"reference": {}, "blank": _blank_solutions(chapter)}
     runs.update({sub.name: {sub.solution: sub.source} for sub in submissions() if sub.chapter == chapter})
     return run_submissions(_notebook(chapter), runs)
+
+
+def _blank_solutions(chapter):
+    """The learner's stubs (as released in notebooks/) for every solution cell: the chapter with nothing done."""
+    released = load(NOTEBOOKS / chapter / f"{chapter}.ipynb")
+    return {nbgrader_meta(c)["grade_id"]: c.source for c in released.cells if nbgrader_meta(c).get("solution")}
+
+
+def check_blank_chapter_runs_to_the_end(chapter):
+    """With every exercise blank, only grade cells and cells that run an exercise through `solved` raise (both
+    tagged raises-exception in the learner's notebook, so Run All goes on); every grade cell fails."""
+    from course_tools.grading.preprocessors import may_stop
+
+    allowed = {next((ln for ln in c.source.splitlines() if ln.strip()), "")[:80]
+               for c in _notebook(chapter).cells if may_stop(c)}
+    result = _graded(chapter)["blank"]
+    unexpected = [stop for stop in result.stops if stop.split(": ", 1)[0] not in allowed]
+    assert not unexpected, f"{chapter}: with the exercises blank, these cells stop Run All: {unexpected}"
+    assert not [g for g, r in result.cells.items() if r.passed], f"{chapter}: checks that pass with nothing written"
 
 
 def check_reference_solution_passes_every_check(chapter):
@@ -35,6 +54,7 @@ def check_reference_solution_passes_every_check(chapter):
     failed = {gid: r.message for gid, r in result.cells.items() if not r.passed}
     assert not failed, f"the reference solution of {chapter} fails: {failed}"
     assert not result.leaks, f"the reference solution of {chapter} leaves global state changed: {result.leaks}"
+    assert not result.stops, f"with the reference solution, cells of {chapter} raise: {result.stops}"
 
 
 def check_submission_loses_exactly_its_points(sub):
@@ -74,6 +94,11 @@ def test_every_exercise_has_two_wrong_submissions():
 @pytest.mark.parametrize("chapter", chapters())
 def test_reference_solution_passes_every_check(chapter):
     check_reference_solution_passes_every_check(chapter)
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_blank_chapter_runs_to_the_end(chapter):
+    check_blank_chapter_runs_to_the_end(chapter)
 
 
 @pytest.mark.parametrize("sub", submissions(), ids=lambda s: f"{s.chapter}/{s.name}")

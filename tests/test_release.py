@@ -46,3 +46,19 @@ def test_every_released_stub_fails_its_checks(released_course, chapter):
     results = validator.validate(str(notebook))
     passing = [r["source"].splitlines()[0] for r in results.get("passed", [])]
     assert not results, f"{chapter}: these checks pass on the blank stub, so they test nothing: {passing or results}"
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_learner_notebook_goes_on_past_a_failing_check(chapter):
+    """Grade cells, solution cells and cells that run an exercise are tagged raises-exception for the learner
+    (Run All then goes to the end with an exercise blank); no solution notebook carries the tag, so nbval
+    still fails on any error there."""
+    from course import solution_path
+    from course_tools.grading.preprocessors import RAISES_TAG, may_stop
+
+    learner = load(NOTEBOOKS / chapter / f"{chapter}.ipynb")
+    tagged = [RAISES_TAG in c.metadata.get("tags", []) for c in learner.cells]
+    assert tagged == [may_stop(c) for c in learner.cells], f"{chapter}: run `make release`"
+    assert any(tagged), f"{chapter}: no cell may stop?"
+    assert not [c for c in load(solution_path(chapter)).cells if RAISES_TAG in c.metadata.get("tags", [])], (
+        f"{chapter}: a solution notebook cell is tagged {RAISES_TAG}: nbval would no longer see its errors")

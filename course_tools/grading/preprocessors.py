@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-__all__ = ["DEMO_TAG", "SkipDemoCells", "FeedbackOutputs", "is_demo_cell", "is_nbgrader_cell"]
+import re
+
+__all__ = ["DEMO_TAG", "RAISES_TAG", "SkipDemoCells", "FeedbackOutputs", "TagCellsThatMayStop", "is_demo_cell",
+           "is_nbgrader_cell", "may_stop"]
 
 #: Tag on a heavy demonstration cell (a sweep, a training curve). No exercise may depend on it.
 DEMO_TAG = "demo"
+
+#: Tag JupyterLab, the classic notebook, nbclient and nbval read as "an error here is expected: go on".
+RAISES_TAG = "raises-exception"
 
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 SKIPPED_SOURCE = "# demonstration cell: skipped while grading (tag 'demo'); it earns no points"
@@ -30,6 +36,36 @@ def is_demo_cell(cell) -> bool:
         and DEMO_TAG in cell.get("metadata", {}).get("tags", [])
         and not is_nbgrader_cell(cell)
     )
+
+
+_RUNS_AN_EXERCISE = re.compile(r"\bsolved\(")
+
+
+def may_stop(cell) -> bool:
+    """A cell that raises while the learner's exercise is not written (or not right) yet: a grade cell, a
+    solution cell (a stub at the top level raises ``NotImplementedError``), or a cell that runs an exercise
+    through ``helpers.checks.solved`` (which says "`name` is not written yet")."""
+    if cell.get("cell_type") != "code":
+        return False
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("grade") or meta.get("solution") or _RUNS_AN_EXERCISE.search(cell.get("source", "")))
+
+
+class TagCellsThatMayStop(NbGraderPreprocessor):
+    """In the learner's notebook, tag every cell that may stop (:func:`may_stop`) ``raises-exception``.
+
+    Run All in JupyterLab (and ``jupyter nbconvert --execute``) stops at the first error: a learner who
+    runs a chapter with an exercise still blank would see nothing after its first check. With the tag, the
+    check shows its message and the run goes on to the end. Only the released notebook is tagged: in
+    ``solutions/`` every cell must pass, and nbval, which honours the tag too, would stop noticing.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        if may_stop(cell):
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            if RAISES_TAG not in tags:
+                tags.append(RAISES_TAG)
+        return cell, resources
 
 
 class SkipDemoCells(NbGraderPreprocessor):
