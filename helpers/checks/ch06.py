@@ -9,7 +9,9 @@ child too) while spies built on :func:`helpers.checks.patched` note what it
 did: which rank saved the checkpoint, whether ``set_epoch`` was called, how
 many rows went through the DDP model, whether the model was moved after it
 was wrapped. The weights are then compared, in the grader's process, with one
-process trained on the same batches.
+process trained on the same batches; when the ranks agree but the weights
+differ, the reference is replayed with common mistakes (no ``zero_grad``, a
+sampler without ``seed=``, a seed per rank) and the one that matches is named.
 
 One run serves both training cells: :func:`train_outcome` keeps it, keyed by
 the function's code and the case, so grading a class pays one launch per case.
