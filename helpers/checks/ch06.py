@@ -540,10 +540,9 @@ def check_average_gradients(average_gradients: Any, world_size: int = 2, n: int 
     wrong = sorted(verdicts)
     if right:
         raise CheckFailed(
-            f"on rank(s) {right} the gradients equal DDP's, on rank(s) {wrong} they do not "
-            f"({verdicts[wrong[0]].rstrip('.')}), so every rank must divide: each rank holds its own copy of the "
-            "all-reduced sum, and the division (like everything in average_gradients) must run on every rank, "
-            "not only on rank 0.")
+            f"the gradients equal DDP's on rank(s) {right} but not on rank(s) {wrong}: every rank must divide. Each "
+            "rank holds its own copy of the all-reduced sum, so the division (like everything in average_gradients) "
+            f"must run on every rank, not only on rank 0. (Rank {wrong[0]}: {verdicts[wrong[0]]})")
     raise CheckFailed(verdicts[wrong[0]])
 
 
@@ -554,24 +553,13 @@ def _check_none_reduced(rank: int, rec: dict[str, Any]) -> None:
         return
     if before == 0:
         raise CheckFailed(
-            f"on rank {rank} average_gradients passed a p.grad None to dist.all_reduce (a TypeError): a parameter "
-            "frozen with requires_grad=False, or one the forward pass never uses, has grad None after backward. "
-            "Skip every parameter whose p.grad is None: `if p.grad is None: continue`.")
+            f"a p.grad None reached dist.all_reduce on rank {rank} (a TypeError): a parameter frozen with "
+            "requires_grad=False, or one the forward pass never uses, has grad None after backward. Skip every "
+            "parameter whose p.grad is None: `if p.grad is None: continue`.")
     raise CheckFailed(
-        f"on rank {rank} average_gradients passed a p.grad None to dist.all_reduce (a TypeError) after "
-        f"reducing {before} gradient(s): the model has a trainable layer (requires_grad=True) that the forward "
-        "pass never uses, so its p.grad is None. A filter on p.requires_grad lets it through: skip parameters "
-        "by `p.grad is None` instead (it also skips frozen ones).")
-
-
-def _average_hint(message: str) -> str:
-    if "NoneType" in message or "None" in message:
-        return (" (a parameter frozen with requires_grad=False, and a trainable one the forward pass never uses, "
-                "both have p.grad None: skip them by `p.grad is None`; a p.requires_grad filter lets the unused "
-                "one through)")
-    if "initialize the default process group twice" in message:
-        return " (the process group is already set up when average_gradients is called: do not init it again)"
-    return _hint(message)
+        f"a p.grad None reached dist.all_reduce on rank {rank} (a TypeError), after {before} gradient(s): a trainable "
+        "layer (requires_grad=True) that the forward pass never uses has p.grad None, so a filter on p.requires_grad "
+        "lets it through. Skip parameters by `p.grad is None` instead (it also skips frozen ones).")
 
 
 def _check_rank_grads(rank: int, rec: dict[str, Any], ddp: list, world: int) -> None:

@@ -1,6 +1,6 @@
 # solution: average-gradients
 # fails: average-gradients-ddp
-# says: p.requires_grad lets it through
+# says: filter on p.requires_grad
 # filters on requires_grad: the unused trainable parameter's grad None reaches all_reduce (issue 22)
 def average_gradients(model):
     """After loss.backward() on every rank: each p.grad becomes its mean over all ranks, in place."""
