@@ -472,7 +472,7 @@ def _watch(ranks: list[_Rank], work: Path, deadline: float, timeout: float, echo
 
 
 def torchrun_command(script: str | os.PathLike, nproc: int = 2, limit: int = 120, *script_args: str,
-                     standalone: bool = True) -> list[str]:
+                     standalone: bool = True, log_dir: str | os.PathLike | None = None) -> list[str]:
     """The command that runs ``script`` on ``nproc`` processes under torchrun, bounded in time.
 
     ``timeout -s TERM -k 30 LIMIT``: at the limit torchrun gets SIGTERM, which
@@ -482,9 +482,12 @@ def torchrun_command(script: str | os.PathLike, nproc: int = 2, limit: int = 120
     torch.distributed.run`` because ``torchrun`` is not on a notebook's PATH in
     a venv. ``--standalone``: a rendezvous on a free port of this machine.
     ``--tee 3``: every line prefixed with its rank (``[default0]:``).
+    ``log_dir``: where torchrun keeps the workers' logs; without it, it makes
+    a ``/tmp/torchelastic_*`` folder per run and never removes it.
     """
     cmd = [sys.executable, "-m", "torch.distributed.run"]
     cmd += ["--standalone"] if standalone else []
+    cmd += ["--log-dir", str(log_dir)] if log_dir is not None else []
     cmd += [f"--nproc_per_node={int(nproc)}", "--tee", "3", str(script), *map(str, script_args)]
     if shutil.which("timeout"):
         cmd = ["timeout", "-s", "TERM", "-k", "30", str(int(limit)), *cmd]
@@ -510,12 +513,13 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, limit: int = 120, *scrip
     """Run ``script`` under torchrun (see :func:`torchrun_command`), streaming its output as it comes.
 
     Output goes to a log file, never a pipe: a worker that outlives torchrun
-    would hold a pipe open and a reader would wait for ever.
+    would hold a pipe open and a reader would wait for ever. torchrun's own
+    log folder goes inside the same temporary folder, removed at the end.
     """
-    cmd = torchrun_command(script, nproc, limit, *script_args)
     clock = sync_timer("cpu")
     start = clock()
     with tempfile.TemporaryDirectory(prefix="torchrun-") as tmp:
+        cmd = torchrun_command(script, nproc, limit, *script_args, log_dir=Path(tmp) / "logs")
         log_path = Path(tmp) / "torchrun.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -544,24 +548,35 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, limit: int = 120, *scrip
 
 
 def pick_backend(rank: int, world_size: int) -> tuple[str, torch.device]:
-    """``("nccl", cuda:rank)`` when there is a GPU for every rank, else ``("gloo", cpu)``.
+    """``("nccl", cuda:LOCAL_RANK)`` when this machine has a GPU for every local rank, else ``("gloo", cpu)``.
 
-    NCCL moves tensors between GPUs and refuses two ranks on one GPU; gloo
-    runs on CPUs everywhere (and is what the course uses without GPUs).
+    ``rank`` counts the processes of all machines; the GPU is picked by the
+    *local* rank, this process's number on its own machine (torchrun and
+    :func:`launch` set ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``; without them,
+    one machine is assumed: the local rank is the rank). The backend is
+    torch's default for the device
+    (``torch.distributed.get_default_backend_for_device``): NCCL moves CUDA
+    tensors between GPUs and refuses two ranks on one GPU; gloo runs on CPUs
+    everywhere (and is what the course uses without GPUs).
     """
+    import torch.distributed as dist
+
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
     gpus = [d for d in _device.available_devices() if d.type == "cuda"]
-    if len(gpus) >= world_size:
-        return "nccl", torch.device("cuda", rank)
-    return "gloo", torch.device("cpu")
+    dev = torch.device("cuda", local_rank) if len(gpus) >= local_world else torch.device("cpu")
+    return dist.get_default_backend_for_device(dev), dev
 
 
 def _setup(rank: int, world_size: int, seconds: float = 60.0) -> torch.device:
+    """Join the process group on this rank's device (a GPU is made current first, and named to NCCL)."""
     import torch.distributed as dist
 
     backend, dev = pick_backend(rank, world_size)
     if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=seconds))
+        torch.cuda.set_device(dev)  # kernels and NCCL's buffers of this process go to its own GPU
+    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=seconds),
+                            device_id=dev if dev.type == "cuda" else None)
     return dev
 
 

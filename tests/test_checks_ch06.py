@@ -5,6 +5,7 @@ Most tests feed the verdicts synthetic per-rank records (no processes). The whol
 submission, runs in tests/test_exercises.py.
 """
 
+import re
 import textwrap
 import threading
 import time
@@ -86,6 +87,27 @@ def test_diagnose_falls_back_to_what_to_compare():
         ch06._diagnose(o, [wrong, wrong], o.expected)
 
 
+@pytest.mark.parametrize("flags, words", [
+    ({"zero_grad": False}, "zero_grad()"),
+    ({"sampler_seeds": [0, 0]}, "without seed="),
+    ({"sampler_seeds": [2, 3]}, "seed + rank"),
+    ({"sampler_seeds": [0, 1]}, "its rank"),
+])
+def test_diagnose_replays_each_mistake_and_names_the_one_that_matches(flags, words):
+    """Ranks that agree but differ from the reference: the run is replayed with each mistake (issue 22)."""
+    x, y = make_regression(12, 5, seed=102)
+    case = {"epochs": 3, "batch_size": 2, "lr": 0.1, "seed": 2, "world_size": 2}
+    o = ch06.TrainOutcome(case, x, y, ch06.reference_weights(x, y, 2, 3, 2, 0.1, 2), [record(None)] * 2, None)
+    wrong = ch06.reference_weights(x, y, 2, 3, 2, 0.1, 2, **flags)
+    with pytest.raises(CheckFailed, match=re.escape(words)):
+        ch06._diagnose(o, [wrong, wrong], o.expected)
+
+
+def test_a_learner_error_naming_nccl_is_told_to_use_gloo_on_the_cpu():
+    assert "for CPU tensors use gloo" in ch06._hint("Distributed package doesn't have NCCL built in")
+    assert "for CPU tensors use gloo" in ch06._hint("ProcessGroupNCCL is only supported with GPUs, no GPUs found!")
+
+
 # --------------------------------------------------------------------------- exercise 2 verdicts, synthetic
 
 
@@ -113,6 +135,54 @@ def test_gradient_verdict_passes_the_mean_and_names_reduced_weights():
     ch06._check_rank_grads(0, grads_record([m.clone() for m in MEAN], LOCAL[0]), MEAN, 2)
     with pytest.raises(CheckFailed, match="the weights, not the gradients"):
         ch06._check_rank_grads(0, grads_record(LOCAL[0], LOCAL[0], reduced=True), MEAN, 2)
+
+
+def test_avg_then_divide_is_told_that_avg_already_divides():
+    rec = {**grads_record([m * 0.5 for m in MEAN], LOCAL[0]), "avg": True}
+    with pytest.raises(CheckFailed, match="ReduceOp.AVG already divides .* 1/world_size"):
+        ch06._check_rank_grads(0, rec, MEAN, 2)
+
+
+@pytest.mark.parametrize("before, words", [(0, "frozen with requires_grad=False"),
+                                           (3, "a filter on p.requires_grad lets it through")])
+def test_a_none_passed_to_all_reduce_names_the_filter(before, words):
+    """None before any gradient: no filter at all; after some: a requires_grad filter met the unused layer."""
+    with pytest.raises(CheckFailed, match=words):
+        ch06._check_none_reduced(1, {"none_reduced": before})
+    ch06._check_none_reduced(1, {"none_reduced": None})
+
+
+def test_only_rank_0_dividing_is_told_every_rank_must_divide(monkeypatch):
+    records = [grads_record([m.clone() for m in MEAN], LOCAL[0]), grads_record([m * 2 for m in MEAN], LOCAL[1])]
+    monkeypatch.setattr(ch06, "_launch", lambda *a: (records, None))
+    words = r"equal DDP.s on rank\(s\) \[0\] but not on rank\(s\) \[1\]: every rank must divide"
+    with pytest.raises(CheckFailed, match=words):
+        ch06.check_average_gradients(lambda model: None)
+
+
+def test_every_rank_has_connected_before_the_learner_code_runs(monkeypatch):
+    """A rank that raises at once must not leave while a peer still connects (gloo: "connectFullMesh failed")."""
+    import torch.distributed as dist
+
+    from helpers.ddp import free_port
+
+    order = []
+    real = dist.barrier
+    monkeypatch.setattr(dist, "barrier", lambda *a, **k: order.append("barrier") or real(*a, **k))
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    stub = cell("def average_gradients(model):\n    order.append('learner')\n    raise NotImplementedError()\n")
+    stub["order"] = order
+    x, y = make_regression(4, 4, seed=0)
+    rec = ch06.graded_average(0, 1, stub["average_gradients"], x, y, 0, True, True)
+    assert order == ["barrier", "learner"] and not dist.is_initialized()
+    assert "not written yet" in rec["error"]["message"]
+
+
+def test_a_blank_average_gradients_is_not_written_yet_on_3_ranks():
+    stub = cell("def average_gradients(model):\n    raise NotImplementedError()\n")["average_gradients"]
+    with no_child_left(), pytest.raises(CheckFailed, match="`average_gradients` is not written yet"):
+        ch06.check_average_gradients(stub, world_size=3, frozen=True, unused=True)
 
 
 def test_a_frozen_parameter_must_keep_no_gradient():

@@ -229,6 +229,15 @@ def test_pick_backend_takes_nccl_only_with_a_gpu_per_rank():
         assert ddp.pick_backend(0, 2) == ("gloo", torch.device("cpu"))
 
 
+def test_pick_backend_picks_the_gpu_by_local_rank(monkeypatch):
+    """Rank 3 of 4 on two machines of 2 GPUs is local rank 1: cuda:1, not cuda:3 (which does not exist)."""
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    with fake_machine(cuda=2):
+        assert ddp.pick_backend(3, 4) == ("nccl", torch.device("cuda", 1))
+    assert ddp.pick_backend(3, 4) == ("gloo", torch.device("cpu"))
+
+
 def test_train_on_two_ranks_equals_one_process_on_the_same_batches(tmp_path, no_leftovers):
     x, y = make_regression(12, 5, seed=4)
     run = ddp.launch(ddp.train, 2, args=(x, y, str(tmp_path / "ckpt.pt")), kwargs=dict(epochs=3, batch_size=2, lr=0.1),
@@ -267,3 +276,14 @@ def test_torchrun_prefixes_every_line_with_its_rank(tmp_path, capsys, no_leftove
     assert result.returncode == 0 and not result.timed_out
     assert "[default0]:rank 0" in result.output and "[default1]:rank 1" in result.output
     assert "[default1]:rank 1" in capsys.readouterr().out
+
+
+def test_torchrun_leaves_no_log_folder_behind(tmp_path, no_leftovers):
+    """torchrun makes a torchelastic_* folder in the temporary directory per run unless told --log-dir."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    script = tmp_path / "hello.py"
+    script.write_text("print('hello', flush=True)\n")
+    result = ddp.torchrun(script, 2, 60, env={"OMP_NUM_THREADS": "1", "TMPDIR": str(scratch)}, echo=False)
+    assert result.returncode == 0 and "--log-dir" in result.command
+    assert list(scratch.iterdir()) == []

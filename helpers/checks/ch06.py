@@ -9,7 +9,9 @@ child too) while spies built on :func:`helpers.checks.patched` note what it
 did: which rank saved the checkpoint, whether ``set_epoch`` was called, how
 many rows went through the DDP model, whether the model was moved after it
 was wrapped. The weights are then compared, in the grader's process, with one
-process trained on the same batches.
+process trained on the same batches; when the ranks agree but the weights
+differ, the reference is replayed with common mistakes (no ``zero_grad``, a
+sampler without ``seed=``, a seed per rank) and the one that matches is named.
 
 One run serves both training cells: :func:`train_outcome` keeps it, keyed by
 the function's code and the case, so grading a class pays one launch per case.
@@ -176,30 +178,53 @@ def graded_train(rank: int, world_size: int, fn: Any, x: torch.Tensor, y: torch.
 
 
 def graded_average(rank: int, world_size: int, fn: Any, x: torch.Tensor, y: torch.Tensor, seed: int,
-                   frozen: bool) -> dict[str, Any]:
+                   frozen: bool, unused: bool = False) -> dict[str, Any]:
     """This rank's own gradients, then the learner's ``average_gradients`` (``fn``, sent by value) on them.
 
     What DDP would leave on every rank is the mean of the ranks' own
     gradients (chapter 06 shows it on real processes); the grader computes
     that mean from every rank's ``local`` gradients. No DDP here, so a rank
     starts without importing ``torch._dynamo`` (seconds).
+
+    ``frozen``: the first layer has ``requires_grad=False`` (its ``p.grad`` is
+    None). ``unused``: a trainable layer the forward pass never uses, added
+    last (``requires_grad=True`` and still ``p.grad`` None): a filter on
+    ``p.requires_grad`` passes it to ``all_reduce``. The spy on ``all_reduce``
+    notes a None passed (and whether a gradient was reduced before it), a
+    parameter reduced instead of its gradient, and ``ReduceOp.AVG``.
+
+    A barrier right after joining: gloo connects every pair of ranks inside
+    ``init_process_group``, and a rank that raised at once (a blank stub) and
+    left could close its side while a peer was still connecting ("connectFullMesh
+    failed" on that peer, about 1 run in 15 on a loaded machine). After the
+    barrier every rank has connected, so every rank reaches the learner's code.
     """
     import torch.distributed as dist
 
     dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=10 * busy_factor()))
     try:
+        dist.barrier()  # every rank has connected before any can leave
         torch.manual_seed(seed)
         model = _model(x.shape[1], y.shape[1])
         if frozen:
             model.net[0].requires_grad_(False)
+        if unused:
+            model.add_module("unused", torch.nn.Linear(2, 1))  # trainable, never called by forward
         torch.nn.functional.mse_loss(model(x[rank::world_size]), y[rank::world_size]).backward()
         local = [None if p.grad is None else p.grad.clone() for p in model.parameters()]
         weights = {p.data_ptr() for p in model.parameters()}
-        reduced: list[bool] = []  # for every all_reduce: was it a parameter (the weights) rather than a gradient?
+        notes = {"weights_reduced": False, "none_reduced": None, "avg": False, "reduced": 0}
         original = dist.all_reduce
 
         def spy(tensor, *args, **kwargs):
-            reduced.append(tensor.data_ptr() in weights)
+            op = kwargs.get("op", args[0] if args else dist.ReduceOp.SUM)
+            notes["avg"] = notes["avg"] or op == dist.ReduceOp.AVG
+            if tensor is None:
+                if notes["none_reduced"] is None:  # how many gradients were reduced before the first None
+                    notes["none_reduced"] = notes["reduced"]
+            else:
+                notes["weights_reduced"] = notes["weights_reduced"] or tensor.data_ptr() in weights
+                notes["reduced"] += 1
             return original(tensor, *args, **kwargs)
 
         error = None
@@ -210,7 +235,7 @@ def graded_average(rank: int, world_size: int, fn: Any, x: torch.Tensor, y: torc
             except BaseException as err:  # noqa: BLE001
                 error = _error_record(err, "average")
         return {"mine": [None if p.grad is None else p.grad.detach().clone() for p in model.parameters()],
-                "local": local, "error": error, "weights_reduced": any(reduced)}
+                "local": local, "error": error, **notes}
     finally:
         dist.destroy_process_group()
 
@@ -232,21 +257,28 @@ def _shards(n: int, world_size: int, seed: int, epoch: int | None) -> list[list[
 
 
 def reference_weights(x: torch.Tensor, y: torch.Tensor, world_size: int, epochs: int, batch_size: int, lr: float,
-                      seed: int, set_epoch: bool = True) -> dict[str, torch.Tensor]:
+                      seed: int, set_epoch: bool = True, zero_grad: bool = True,
+                      sampler_seeds: list[int] | None = None) -> dict[str, torch.Tensor]:
     """One process doing what DDP does on ``world_size`` ranks: per step, the mean of the ranks' mean losses.
 
     Each rank's batch comes from its ``DistributedSampler`` share (reshuffled
     each epoch when ``set_epoch``); averaging the ranks' gradients is the
     gradient of the average of their losses, so one backward on that average
-    gives DDP's step exactly (up to rounding).
+    gives DDP's step exactly (up to rounding). The other flags replay a
+    mistake, so a verdict can name the one a learner's weights match:
+    ``zero_grad=False`` lets gradients pile up over the steps;
+    ``sampler_seeds`` gives each rank's sampler its own seed (``[0, 0]``: no
+    ``seed=`` given; ``[seed, seed + 1]``: a seed per rank).
     """
     torch.manual_seed(seed)
     model = _model(x.shape[1], y.shape[1])
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    seeds = sampler_seeds or [seed] * world_size
     for epoch in range(epochs):
-        shards = _shards(len(x), world_size, seed, epoch if set_epoch else None)
+        shards = [_shards(len(x), world_size, s, epoch if set_epoch else None)[rank] for rank, s in enumerate(seeds)]
         for k in range(math.ceil(len(shards[0]) / batch_size)):
-            optimizer.zero_grad()
+            if zero_grad:
+                optimizer.zero_grad()
             batches = [s[k * batch_size:(k + 1) * batch_size] for s in shards]
             loss = sum(torch.nn.functional.mse_loss(model(x[b]), y[b]) for b in batches) / world_size
             loss.backward()
@@ -299,8 +331,12 @@ def _portable(fn: Any, name: str):
 
 
 def train_outcome(train_ddp: Any, n: int = 12, features: int = 5, epochs: int = 3, batch_size: int = 2,
-                  lr: float = 0.1, seed: int = 0, world_size: int = 2) -> TrainOutcome:
-    """Launch ``train_ddp`` on ``world_size`` gloo processes for this case, or reuse the run already made."""
+                  lr: float = 0.1, seed: int = 2, world_size: int = 2) -> TrainOutcome:
+    """Launch ``train_ddp`` on ``world_size`` gloo processes for this case, or reuse the run already made.
+
+    The default seed is not 0 on purpose: DistributedSampler's own default seed is 0, so a sampler made
+    without ``seed=`` would pass a case with seed 0.
+    """
     sent = _portable(train_ddp, "train_ddp")
     case = {"epochs": epochs, "batch_size": batch_size, "lr": lr, "seed": seed}
     key = (sent.fingerprint, n, features, world_size, tuple(sorted(case.items())))
@@ -330,6 +366,10 @@ def _learner_error(outcome: TrainOutcome, phases: tuple[str, ...]) -> None:
 def _hint(message: str) -> str:
     if "initialize the default process group twice" in message:
         return " (call dist.init_process_group once, at the start of the function)"
+    if "nccl" in message.lower():
+        return (" (nccl needs CUDA GPUs, one per rank, and moves CUDA tensors only: for CPU tensors use gloo. "
+                "dist.get_default_backend_for_device(device) picks the right one: 'gloo' for 'cpu', 'nccl' for "
+                "'cuda'.)")
     if "Timed out" in message:
         return (" (the ranks did not call the same collectives: every rank must run the same number of steps "
                 "and call barrier() the same number of times)")
@@ -394,11 +434,43 @@ def _diagnose(outcome: TrainOutcome, trained: list, expected: dict) -> None:
           f"the data came in the same order every epoch (set_epoch was called with {calls}): call "
           "sampler.set_epoch(epoch) at the start of every epoch; without it DistributedSampler shuffles with the same "
           "seed each time.")
+    _name_the_replay(outcome, trained[0])
     raise CheckFailed(
         f"the ranks agree, but their weights differ from one process trained on the same batches (largest "
         f"difference {_largest_gap(trained[0], expected):.3g}): build MLP(features, 16, 1, depth=1) right after "
         f"torch.manual_seed(seed), use SGD(lr=lr), the mean squared error, batch_size rows per rank, and one "
         f"optimizer step per batch.")
+
+
+def _replays(seed: int, world: int) -> list[tuple[dict[str, Any], str]]:
+    """Mistakes that leave the ranks agreeing with each other, as :func:`reference_weights` flags, and what to say."""
+    return [
+        ({"zero_grad": False},
+         "the gradients piled up from step to step: they match a run that never zeroes them. Call "
+         "optimizer.zero_grad() before every backward (backward adds to .grad, it does not replace it)."),
+        ({"sampler_seeds": [0] * world},
+         f"the DistributedSampler shuffled with its default seed 0, not seed={seed}: the weights match a run whose "
+         "sampler was made without seed=. Pass seed=seed to DistributedSampler (the model's torch.manual_seed does "
+         "not reach the sampler, which seeds its own shuffle with seed + epoch)."),
+        ({"sampler_seeds": [seed + r for r in range(world)]},
+         "each rank's DistributedSampler had its own seed (seed + rank): the weights match that run. The ranks then "
+         "shuffle differently, so their shares overlap and some rows are never seen. Give every rank the same "
+         "seed=seed; the sampler's rank= already picks each rank's share."),
+        ({"sampler_seeds": list(range(world))},
+         "each rank's DistributedSampler had its own seed (its rank): the weights match that run. The ranks then "
+         "shuffle differently, so their shares overlap and some rows are never seen. Give every rank the same "
+         "seed=seed; the sampler's rank= already picks each rank's share."),
+    ]
+
+
+def _name_the_replay(outcome: TrainOutcome, trained: dict[str, torch.Tensor]) -> None:
+    """Replay the run with each common mistake; fail naming the first one the learner's weights match."""
+    c = outcome.case
+    for flags, message in _replays(c["seed"], c["world_size"]):
+        replay = reference_weights(outcome.x, outcome.y, c["world_size"], c["epochs"], c["batch_size"], c["lr"],
+                                   c["seed"], **flags)
+        if _close(trained, replay) and not _close(replay, outcome.expected):
+            raise CheckFailed(message)
 
 
 @_named
@@ -435,12 +507,19 @@ def check_ddp_checkpoint(train_ddp: Any, **case: Any) -> None:
 
 
 def check_average_gradients(average_gradients: Any, world_size: int = 2, n: int = 8, features: int = 4,
-                            seed: int = 0, frozen: bool = False) -> None:
-    """On every rank, the gradients after ``average_gradients(model)`` equal DDP's: the mean of all ranks' own."""
+                            seed: int = 0, frozen: bool = False, unused: bool = False) -> None:
+    """On every rank, the gradients after ``average_gradients(model)`` equal DDP's: the mean of all ranks' own.
+
+    ``frozen``: the model's first layer is frozen (``requires_grad=False``);
+    ``unused``: it has a trainable layer its forward pass never uses. Both
+    leave ``p.grad`` None.
+    """
     sent = _portable(average_gradients, "average_gradients")
     x, y = make_regression(n, features, 1, seed=seed + 200)
-    records, failure = _launch(graded_average, world_size, (sent, x, y, seed, frozen))
+    records, failure = _launch(graded_average, world_size, (sent, x, y, seed, frozen, unused))
     check(failure is None, failure or "")
+    for rank, rec in enumerate(records):
+        _check_none_reduced(rank, rec)
     for rank, rec in enumerate(records):
         err = rec["error"]
         if err:
@@ -449,17 +528,38 @@ def check_average_gradients(average_gradients: Any, world_size: int = 2, n: int 
             raise CheckFailed(f"average_gradients raised {err['type']} on rank {rank}: {err['message']}"
                               + _average_hint(err["message"]))
     ddp = [None if g[0] is None else torch.stack(g).mean(0) for g in zip(*(rec["local"] for rec in records))]
+    verdicts = {}
     for rank, rec in enumerate(records):
-        _check_rank_grads(rank, rec, ddp, world_size)
+        try:
+            _check_rank_grads(rank, rec, ddp, world_size)
+        except CheckFailed as err:
+            verdicts[rank] = str(err)
+    if not verdicts:
+        return
+    right = [rank for rank in range(world_size) if rank not in verdicts]
+    wrong = sorted(verdicts)
+    if right:
+        raise CheckFailed(
+            f"the gradients equal DDP's on rank(s) {right} but not on rank(s) {wrong}: every rank must divide. Each "
+            "rank holds its own copy of the all-reduced sum, so the division (like everything in average_gradients) "
+            f"must run on every rank, not only on rank 0. (Rank {wrong[0]}: {verdicts[wrong[0]]})")
+    raise CheckFailed(verdicts[wrong[0]])
 
 
-def _average_hint(message: str) -> str:
-    if "NoneType" in message or "None" in message:
-        return (" (a parameter that takes no part in the loss, or is frozen with requires_grad=False, has "
-                "p.grad None: skip it)")
-    if "initialize the default process group twice" in message:
-        return " (the process group is already set up when average_gradients is called: do not init it again)"
-    return _hint(message)
+def _check_none_reduced(rank: int, rec: dict[str, Any]) -> None:
+    """``all_reduce(None)`` raises a TypeError that says nothing of why p.grad was None: say it here."""
+    before = rec.get("none_reduced")
+    if before is None:
+        return
+    if before == 0:
+        raise CheckFailed(
+            f"a p.grad None reached dist.all_reduce on rank {rank} (a TypeError): a parameter frozen with "
+            "requires_grad=False, or one the forward pass never uses, has grad None after backward. Skip every "
+            "parameter whose p.grad is None: `if p.grad is None: continue`.")
+    raise CheckFailed(
+        f"a p.grad None reached dist.all_reduce on rank {rank} (a TypeError), after {before} gradient(s): a trainable "
+        "layer (requires_grad=True) that the forward pass never uses has p.grad None, so a filter on p.requires_grad "
+        "lets it through. Skip parameters by `p.grad is None` instead (it also skips frozen ones).")
 
 
 def _check_rank_grads(rank: int, rec: dict[str, Any], ddp: list, world: int) -> None:
@@ -482,6 +582,10 @@ def _check_rank_grads(rank: int, rec: dict[str, Any], ddp: list, world: int) -> 
     ratios = [float((m.flatten() @ d.flatten()) / (d.flatten() @ d.flatten())) for m, d, _ in pairs if d.abs().max() > 0]
     if ratios and max(ratios) - min(ratios) < 1e-3:
         r = ratios[0]
+        check(not (rec.get("avg") and r < 1),
+              f"the gradients are {r:.3g} times DDP's on {world} processes: dist.ReduceOp.AVG already divides by the "
+              f"world size, so dividing again makes them 1/world_size ({1 / world:.3g}) too small. After "
+              "all_reduce(p.grad, op=ReduceOp.AVG) do not divide; or keep the division and use op=ReduceOp.SUM.")
         check(abs(r - world) > 1e-3,
               f"the gradients are {world} times DDP's: they were summed over the {world} processes, not averaged. "
               "Divide the all-reduced gradient by dist.get_world_size().")
