@@ -156,7 +156,7 @@ estimate-memory-dtype grad-accumulation-all-micro-batches loader-for-pin pick-wo
 pick-workers-fails amp-train-step-autocast amp-train-step-scaled-backward amp-train-step-scaler-step
 amp-train-step-update amp-train-step-zero-grad amp-train-step-skip-inf amp-train-step-returns
 amp-train-step-converges amp-clip-step-unscaled amp-clip-step-clips amp-clip-step-scaler amp-clip-step-amp
-average-gradients-ddp diagnose-cpu-errors diagnose-cuda-texts diagnose-memory-nan diagnose-fixes
+average-gradients-ddp
 """.split())
 
 

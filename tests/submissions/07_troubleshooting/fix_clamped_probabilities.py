@@ -1,7 +1,8 @@
 # solution: fix-training-script
-# fails: 
-# says: 
-# correct, written differently: the source's softmax kept, with probabilities clamped away from 0
+# fails: fix-script-nan
+# says: clamp
+# the symptom fix the task names: probabilities clamped away from 0, so log() stays finite; with huge logits the
+# loss is capped at -log(eps) (about 28 instead of the true hundreds) and the worst samples get a zero gradient
 def train_epoch(model, optimizer, batches, device):
     """One pass over ``batches`` (CPU, labels 1..C) on ``device``; returns the mean loss as a float."""
     model.to(device)
@@ -10,7 +11,7 @@ def train_epoch(model, optimizer, batches, device):
     for x, y in batches:
         x, y = x.to(device), (y - 1).to(device)
         optimizer.zero_grad()
-        probs = torch.softmax(model(x), dim=1).clamp_min(1e-30)
+        probs = torch.softmax(model(x), dim=1).clamp_min(1e-12)
         loss = -torch.log(probs[torch.arange(len(y)), y]).mean()
         loss.backward()
         optimizer.step()

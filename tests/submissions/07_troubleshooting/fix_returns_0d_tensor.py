@@ -1,0 +1,30 @@
+# solution: fix-training-script
+# fails: fix-script-learns
+# says: Python float
+# every bug fixed, but the mean loss comes back as a 0-d tensor (detached), where the task asks for a Python float
+def train_epoch(model, optimizer, batches, device):
+    """One pass over ``batches`` (CPU, labels 1..C) on ``device``; returns the mean loss as a float."""
+    model.to(device)
+    model.train()
+    total_loss = torch.tensor(0.0)
+    for x, y in batches:
+        x, y = x.to(device), (y - 1).to(device)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.detach()
+    return total_loss / len(batches)
+
+
+def evaluate(model, batches, device):
+    """Accuracy of ``model`` on ``batches`` (labels 1..C), as a float, without recording gradients."""
+    model.to(device)
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for x, y in batches:
+            predicted = model(x.to(device)).argmax(dim=1) + 1
+            correct += (predicted == y.to(device)).sum().item()
+            total += len(y)
+    return correct / total
