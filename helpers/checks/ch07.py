@@ -495,10 +495,10 @@ class _Regions:
 def _export_mistake(err: AttributeError) -> str | None:
     """What a learner did wrong when export_chrome_trace raised ``err``, or None when it is something else."""
     text = str(err)
-    if "'PosixPath'" in text or "'WindowsPath'" in text or "endswith" in text:
+    if "Path'" in text and "endswith" in text:  # 'PosixPath' object has no attribute 'endswith'
         return ("prof.export_chrome_trace was given a pathlib.Path: torch 2.13 calls path.endswith(...), which a Path "
                 f"lacks ({type(err).__name__}: {err}). Pass a str: prof.export_chrome_trace(str(trace_path)).")
-    if "'NoneType' object has no attribute" in text:
+    if "'NoneType' object has no attribute 'save'" in text:  # the profile's results exist only after its block
         return ("prof.export_chrome_trace was called inside the `with profile(...)` block: the trace exists only "
                 f"once the block has ended (torch raised {type(err).__name__}: {err}). Export after the block, at "
                 "the indentation of the `with` line.")
@@ -533,18 +533,16 @@ def _profiled(profile_regions: Callable, durations: Mapping[str, float]
         # the profiler's C++ logging would reach stderr; Python's clocks run ahead during one region (see _Regions)
         with troubleshoot.native_stderr(), warnings_dropped(), patched(regions.clocks(), namespaces):
             result = solved(profile_regions, dict(regions.functions), str(path))
-    except AttributeError as err:
-        mistake = _export_mistake(err)
-        if mistake is None:
-            raise
-        folder.cleanup()
-        raise CheckFailed(mistake) from None
-    except ValueError as err:
-        mistake = _empty_mistake(err, path, list(durations))
+    except (AttributeError, ValueError) as err:
+        mistake = (_export_mistake(err) if isinstance(err, AttributeError)
+                   else _empty_mistake(err, path, list(durations)))
         folder.cleanup()
         if mistake is None:
             raise
         raise CheckFailed(mistake) from None
+    except BaseException:
+        folder.cleanup()
+        raise
     return result, path, folder, regions
 
 
