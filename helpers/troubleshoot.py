@@ -15,8 +15,10 @@ Chapter 07 (troubleshooting) teaches this module. Five parts:
   sentence, :func:`forget_last_error` drops what IPython keeps of the last
   error so its tensors can be freed.
 * **NaN and Inf**: :func:`nonfinite_grads` says which parameters' gradients
-  are not finite; :func:`train_losses` runs a short regression whose loss
-  diverges at a large learning rate (and not with clipping or a smaller one).
+  are not finite; :func:`stop_at_nonfinite` raises at the first module whose
+  output is not finite (forward hooks); :func:`train_losses` runs a short
+  regression whose loss diverges at a large learning rate (and not with
+  clipping or a smaller one).
 * **Watching the device**: :func:`nvml_readings` (NVML through
   ``nvidia-ml-py``, behind a guard), :func:`cpu_readings` (psutil: the CPU's
   own figures, the analogue on a machine without a GPU).
@@ -83,6 +85,7 @@ __all__ = [
     "runs_folder",
     "serve_tensorboard",
     "slowest_region",
+    "stop_at_nonfinite",
     "train_losses",
 ]
 
@@ -142,6 +145,10 @@ def _shape_mix() -> Any:
     return nn.Linear(3, 4)(torch.randn(2, 5))
 
 
+def _batch_mix() -> Any:
+    return nn.functional.cross_entropy(torch.randn(4, 10), torch.tensor([1, 2, 3]))  # 4 predictions, 3 labels
+
+
 def _device_mix() -> Any:
     return nn.Linear(3, 4).to("meta")(torch.randn(2, 3))  # meta stands in for a second device
 
@@ -156,6 +163,7 @@ MISTAKES: dict[str, tuple[str, Callable[[], Any]]] = {
     "float targets": ("class targets as floats, not integers", _float_targets),
     "dtype mismatch": ("a float64 input to a float32 layer", _dtype_mix),
     "shape mismatch": ("5 features into a layer that expects 3", _shape_mix),
+    "batch size mismatch": ("4 predictions but 3 labels (a ValueError, not a RuntimeError)", _batch_mix),
     "device mismatch": ("the model on another device than its input (meta stands in)", _device_mix),
 }
 
@@ -321,6 +329,35 @@ def nonfinite_grads(model: nn.Module) -> list[str]:
     """Names of the parameters whose gradient holds a NaN or an Inf (``torch.isfinite``)."""
     return [name for name, p in model.named_parameters()
             if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
+
+
+@contextlib.contextmanager
+def stop_at_nonfinite(model: nn.Module) -> Iterator[None]:
+    """While the block runs, raise at the first module of ``model`` whose output holds a NaN or an Inf.
+
+    A forward hook on every module (``register_forward_hook``) checks its
+    output with ``torch.isfinite``. Hooks run as each module finishes, inner
+    modules before the containers around them, so the error names the module
+    where the first non-finite value appeared, not the loss far downstream.
+    Forward only: a NaN born in backward is anomaly mode's job. The hooks are
+    removed when the block ends, on error too.
+    """
+    def hook(name: str) -> Callable[[nn.Module, Any, Any], None]:
+        def check(module: nn.Module, args: Any, output: Any) -> None:
+            outputs = output if isinstance(output, (tuple, list)) else (output,)
+            for out in outputs:
+                if isinstance(out, torch.Tensor) and out.is_floating_point() and not bool(torch.isfinite(out).all()):
+                    bad = "NaN" if bool(torch.isnan(out).any()) else "Inf"
+                    raise RuntimeError(f"non-finite output ({bad}) from module {name!r} "
+                                       f"({type(module).__name__}): the first one whose output is not finite")
+        return check
+
+    handles = [m.register_forward_hook(hook(name or type(model).__name__)) for name, m in model.named_modules()]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def train_losses(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float, steps: int = 20,

@@ -1,6 +1,7 @@
 """helpers.checks.ch07: each verdict passes a correct answer and names the symptom of each planted bug."""
 
 import json
+import re
 import time
 
 import pytest
@@ -166,12 +167,115 @@ def test_profile_checks_name_a_missing_trace_and_the_fastest():
             start = time.perf_counter()
             fn()
             seconds[name] = time.perf_counter() - start
-        return min(seconds, key=seconds.get)
+        return max(seconds, key=seconds.get)
+
+    def fastest(regions, trace_path):
+        profile_regions(regions, trace_path)
+        totals = ts.region_totals(trace_path, list(regions))
+        return min(totals, key=totals.get)
 
     with pytest.raises(CheckFailed, match="no trace file"):
         ch07.check_trace_names(timed, {"a": 0.002, "b": 0.02})
     with pytest.raises(CheckFailed, match="fastest"):
-        ch07.check_slowest_region(timed, {"a": 0.002, "b": 0.02})
+        ch07.check_slowest_region(fastest, {"a": 0.002, "b": 0.02})
+
+
+def clocked(regions, trace_path):
+    """Profiles and exports as asked, then answers from time.perf_counter instead of the trace (issue 22)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    seconds = {}
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for name, fn in regions.items():
+            with record_function(name):
+                start = time.perf_counter()
+                fn()
+                seconds[name] = time.perf_counter() - start
+    prof.export_chrome_trace(str(trace_path))
+    return max(seconds, key=seconds.get)
+
+
+def test_an_answer_timed_with_a_python_clock_is_told_to_read_the_trace():
+    durations = {"load_batch": 0.004, "forward": 0.03, "optimizer_step": 0.008}
+    ch07.check_trace_names(clocked, durations)  # it profiles and exports: only the reading is wrong
+    with pytest.raises(CheckFailed, match="follows a Python clock, not the trace"):
+        ch07.check_slowest_region(clocked, durations)
+    assert time.perf_counter() < 1e9 and abs(time.time() - time.monotonic()) > 0  # the clocks are put back
+
+
+def test_a_clock_imported_by_name_runs_ahead_too():
+    namespace = {}
+    exec("from time import perf_counter\n"
+         "def profile_regions(regions, trace_path):\n"
+         "    seconds = {}\n"
+         "    for name, fn in regions.items():\n"
+         "        start = perf_counter(); fn(); seconds[name] = perf_counter() - start\n"
+         "    return max(seconds, key=seconds.get)\n", namespace)
+    real = namespace["perf_counter"]
+    with pytest.raises(CheckFailed, match="Python clock"):
+        ch07.check_slowest_region(namespace["profile_regions"], {"a": 0.002, "b": 0.02})
+    assert namespace["perf_counter"] is real is time.perf_counter
+
+
+def test_an_answer_from_key_averages_keeps_its_points():
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    def from_key_averages(regions, trace_path):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for name, fn in regions.items():
+                with record_function(name):
+                    fn()
+        prof.export_chrome_trace(str(trace_path))
+        return max((e for e in prof.key_averages() if e.key in regions), key=lambda e: e.cpu_time_total).key
+
+    ch07.check_slowest_region(from_key_averages, {"a": 0.002, "b": 0.02})
+
+
+def test_each_region_runs_once():
+    def twice(regions, trace_path):
+        profile_regions(regions, trace_path)
+        return profile_regions(regions, trace_path)
+
+    with pytest.raises(CheckFailed, match="once each"):
+        ch07.check_trace_names(twice, {"forward": 0.002, "optimizer_step": 0.004})
+    ch07.check_slowest_region(twice, {"forward": 0.002, "optimizer_step": 0.02})  # the answer itself is right
+
+
+@pytest.mark.parametrize("mistake, says", [
+    ("inside", "inside the `with profile(...)` block"),
+    ("path", "pathlib.Path"),
+    ("empty", "empty collection"),
+])
+def test_profile_mistakes_get_a_message_not_a_bare_traceback(mistake, says):
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    def wrong(regions, trace_path):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for name, fn in regions.items():
+                with record_function(name):
+                    fn()
+            if mistake == "inside":
+                prof.export_chrome_trace(str(trace_path))
+        prof.export_chrome_trace(Path(trace_path) if mistake == "path" else str(trace_path))
+        events = json.load(open(trace_path))["traceEvents"]
+        totals = {e["name"]: e["dur"] for e in events if e.get("cat") == "cpu_op"}  # the wrong category
+        return max(totals, key=totals.get)
+
+    for verdict in (ch07.check_trace_names, ch07.check_slowest_region):
+        with pytest.raises(CheckFailed, match=re.escape(says)):
+            verdict(wrong, {"a": 0.001, "b": 0.002})
+
+
+def test_alphabetical_max_is_named():
+    def by_name(regions, trace_path):
+        profile_regions(regions, trace_path)
+        totals = ts.region_totals(trace_path, list(regions))
+        return max(totals)
+
+    with pytest.raises(CheckFailed, match="alphabetical"):
+        ch07.check_slowest_region(by_name, {"load_batch": 0.006, "forward": 0.03, "optimizer_step": 0.002})
 
 
 def test_the_slowest_region_is_the_traces_not_the_durations_asked_for(monkeypatch):
@@ -195,3 +299,80 @@ def test_the_course_version_is_a_tripwire_in_the_profile_check():
 
     with pytest.raises(CheckFailed, match="write it yourself"):
         ch07.check_slowest_region(profile_regions, {"a": 0.001, "b": 0.01})
+
+
+def variant(loss_of=None, zero_after_backward=False, returns_tensor=False, skips_nonfinite=False):
+    """train_epoch with one mistake planted."""
+    def epoch(model, optimizer, batches, device):
+        model.to(device)
+        total, steps = 0.0, 0
+        for x, y in batches:
+            x, y = x.to(device), (y - 1).to(device)
+            if not zero_after_backward:
+                optimizer.zero_grad()
+            logits = model(x)
+            loss = loss_of(logits, y) if loss_of else F.cross_entropy(logits, y)
+            if skips_nonfinite and not torch.isfinite(loss):
+                continue
+            loss.backward()
+            if zero_after_backward:
+                optimizer.zero_grad()
+            optimizer.step()
+            total, steps = total + (loss.detach() if returns_tensor else loss.item()), steps + 1
+        return total / (steps if skips_nonfinite else len(batches))
+
+    return epoch
+
+
+def clamped(logits, y):
+    return -torch.log(torch.softmax(logits, dim=1).clamp_min(1e-12))[torch.arange(len(y)), y].mean()
+
+
+def log_of_softmax(logits, y):
+    return -torch.log(torch.softmax(logits, dim=1))[torch.arange(len(y)), y].mean()
+
+
+def test_clamped_probabilities_are_caught_with_huge_logits():
+    ch07.check_finite(variant(lambda lg, y: F.nll_loss(F.log_softmax(lg, dim=1), y)), features=8, classes=4, seed=0)
+    with pytest.raises(CheckFailed, match="Clamping the probabilities"):
+        ch07.check_finite(variant(clamped), features=8, classes=4, seed=0)
+    ch07.check_learns(variant(clamped), features=8, classes=4, seed=0)  # small logits: only the NaN check sees it
+
+
+def test_skipping_nonfinite_steps_is_named():
+    with pytest.raises(CheckFailed, match="Skipping non-finite steps"):
+        ch07.check_finite(variant(log_of_softmax, skips_nonfinite=True), features=8, classes=4, seed=0)
+
+
+def test_zero_grad_between_backward_and_step_fails_the_zero_grad_check():
+    with pytest.raises(CheckFailed, match="between loss.backward\\(\\) and optimizer.step\\(\\)"):
+        ch07.check_zero_grad(variant(zero_after_backward=True), features=8, classes=4, seed=0)
+    with pytest.raises(CheckFailed, match="zero_grad"):
+        ch07.check_learns(variant(zero_after_backward=True), features=8, classes=4, seed=0)
+
+
+def test_a_tensor_where_a_float_is_asked_costs_the_learns_cell_only():
+    tensor_epoch = variant(returns_tensor=True)
+    with pytest.raises(CheckFailed, match="Python float"):
+        ch07.check_learns(tensor_epoch, features=8, classes=4, seed=0)
+    for verdict in (ch07.check_labels, ch07.check_finite, ch07.check_memory_flat):
+        verdict(tensor_epoch, features=8, classes=4, seed=0)
+
+
+def test_diagnose_mistakes_are_named():
+    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+
+    def host_memory_only(err):
+        return ("memory", "Use a smaller batch.") if isinstance(err, MemoryError) else ("shape", "Reshape.")
+
+    with pytest.raises(CheckFailed, match="torch.OutOfMemoryError .*subclasses RuntimeError, not Python's MemoryError"):
+        ch07.check_diagnoses(host_memory_only, [(oom, "memory")])
+    with pytest.raises(CheckFailed, match="does not remove the cause"):
+        ch07.check_fixes_named(lambda e: ("memory", "Free memory with torch.cuda.empty_cache()."), [(oom, "memory")])
+    with pytest.raises(CheckFailed, match="not one of the table's categories"):
+        ch07.check_diagnoses(lambda e: ("no_cuda", "Check torch.cuda.is_available()."),
+                             [(AssertionError("Torch not compiled with CUDA enabled"), "no-cuda")])
+    ch07.check_fixes_named(lambda e: ("memory", "For example, halve the batch, then call empty_cache()."),
+                           [(oom, "memory")])
+    with pytest.raises(CheckFailed, match="names none of"):  # the "amp" of "example" is not autocast
+        ch07.check_fixes_named(lambda e: ("memory", "For example, try again."), [(oom, "memory")])

@@ -26,6 +26,7 @@ from helpers import troubleshoot as ts
     ("dtype mismatch", RuntimeError, "same dtype", "dtype"),
     ("shape mismatch", RuntimeError, "cannot be multiplied", "shape"),
     ("device mismatch", RuntimeError, "expected device", "device"),
+    ("batch size mismatch", ValueError, "Expected input batch_size", "shape"),
 ])
 def test_each_mistake_raises_the_documented_error_and_is_explained(name, exc_type, words, category):
     err = ts.reproduce(name)
@@ -256,3 +257,19 @@ def test_a_real_device_side_assert_breaks_only_the_child_process():
     text = ts.cuda_assert_in_subprocess(blocking=True)
     assert "device-side assert" in text and "AFTERWARDS" in text
     assert torch.ones(1, device="cuda").item() == 1.0  # this process's CUDA context is fine
+
+
+def test_stop_at_nonfinite_names_the_first_module_and_removes_its_hooks():
+    class Log(nn.Module):
+        def forward(self, x):
+            return torch.log(x)
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), Log(), nn.Linear(8, 1))
+    x = torch.randn(16, 4)
+    with pytest.raises(RuntimeError, match=r"non-finite output \(Inf\) from module '2' \(Log\)") as info:
+        with ts.stop_at_nonfinite(model):
+            model(x)
+    assert ts.explain_error(info.value).category == "nan"
+    assert all(not m._forward_hooks for m in model.modules())
+    with ts.stop_at_nonfinite(model[:2]):  # finite: nothing raised
+        model[:2](x)

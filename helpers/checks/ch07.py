@@ -8,9 +8,13 @@ gives, so a learner knows which bug is still there.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import math
+import re
 import tempfile
 import time
+import timeit
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +25,7 @@ from torch import nn
 
 from helpers import troubleshoot
 from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
+from helpers.checks.patching import patched
 
 __all__ = [
     "caught",
@@ -60,21 +65,42 @@ def _reference_epoch(model: nn.Module, lr: float, batches: Sequence[tuple[torch.
     return total / len(batches)
 
 
-def _number(value: Any, what: str, meaning: str = "the mean loss") -> float:
-    """A float from the learner's result; a tensor that still holds a graph is named as such."""
+def _number(value: Any, what: str, meaning: str = "the mean loss", strict: bool = False) -> float:
+    """A float from the learner's result; a tensor that still holds a graph is named as such.
+
+    ``strict``: the task asks for a Python float, so a tensor (even a 0-d one) fails. Only one check per
+    function is strict, so returning a tensor costs one cell, not every cell that reads the number.
+    """
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise CheckFailed(f"{what} returned a tensor of shape {tuple(value.shape)}; expected one number, {meaning}.")
+        if strict:
+            graph = (" that still holds the graph of every step (memory grows until it is freed)"
+                     if value.requires_grad else "")
+            raise CheckFailed(
+                f"{what} returned a {value.dim()}-d tensor{graph} ({value.detach().cpu().item():.5g}); the task asks "
+                f"for {meaning} as a Python float: take each number out with .item() (or float(...)) and return a "
+                "float, not a tensor.")
         return float(value.detach().cpu().item())
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     raise CheckFailed(f"{what} returned {type(value).__name__} ({value!r:.60}); expected {meaning} as a float.")
 
 
-def _train(train_epoch: Callable, model: nn.Module, lr: float, batches: list, device: Any = "cpu") -> Any:
+def _has_gradient(model: nn.Module) -> bool:
+    """Whether any parameter holds a gradient that is not all zeros: what an optimizer step moves the weights by."""
+    return any(p.grad is not None and bool(p.grad.detach().abs().sum() > 0) for p in model.parameters())
+
+
+def _train(train_epoch: Callable, model: nn.Module, lr: float, batches: list, device: Any = "cpu",
+           step_grads: list[bool] | None = None) -> Any:
+    """Run the learner's train_epoch on a fresh SGD optimizer; ``step_grads`` gets, per optimizer.step(), whether
+    the step had any gradient to use."""
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     calls: list[int] = []
     hook = model.register_forward_pre_hook(lambda m, args: calls.append(1))
+    step_hook = optimizer.register_step_pre_hook(
+        lambda opt, args, kwargs: None if step_grads is None else step_grads.append(_has_gradient(model)))
     with warnings_dropped():
         try:
             result = solved(train_epoch, model, optimizer, batches, device)
@@ -84,8 +110,16 @@ def _train(train_epoch: Callable, model: nn.Module, lr: float, batches: list, de
             raise CheckFailed(
                 f"train_epoch raised IndexError: {err} Labels out of range: the data's classes are numbered "
                 f"1..C, and cross-entropy wants 0..C-1. Shift the labels (y - 1) before the loss.") from None
+        except ZeroDivisionError as err:
+            raise CheckFailed(
+                f"train_epoch raised ZeroDivisionError ({err}): it divided by a count of steps that stayed 0, which "
+                "happens when every step is skipped because its loss is not finite. Skipping non-finite steps hides "
+                "the cause and trains on nothing: the loss is NaN/Inf because log(softmax(...)) takes log(0) for huge "
+                "logits. Compute the loss with F.cross_entropy on the logits (log_softmax inside), train every "
+                "batch, and divide by len(batches).") from None
         finally:
             hook.remove()
+            step_hook.remove()
 
 
 def check_labels(train_epoch: Callable, features: int, classes: int, seed: int, lr: float = 0.1) -> None:
@@ -128,18 +162,31 @@ def check_same_device(train_epoch: Callable, features: int, classes: int, seed: 
 
 
 def check_zero_grad(train_epoch: Callable, features: int, classes: int, seed: int, n_batches: int = 4) -> None:
-    """When each step's gradient is computed, the parameters' .grad holds nothing from the step before."""
+    """When each step's gradient is computed, .grad holds nothing from the step before; each step has a gradient.
+
+    A spy on the optimizer's steps (``register_step_pre_hook``) sees zero_grad
+    called between backward and step: every .grad is then None or zero when
+    the step runs, and the weights never move. (A loop that never steps is
+    left to check_learns: its losses do not fall.)
+    """
     batches = troubleshoot.numbered_class_batches(n_batches, 16, features, classes - 1, seed=seed)
     model = classifier(features, classes, seed)
     stale: list[bool] = []
     for p in model.parameters():
         p.register_hook(lambda g, p=p: stale.append(p.grad is not None and bool(p.grad.abs().sum() > 0)))
-    _train(train_epoch, model, 0.1, batches)
+    step_grads: list[bool] = []
+    _train(train_epoch, model, 0.1, batches, step_grads=step_grads)
     check(stale, "train_epoch never called backward: no gradient was computed.")
     check(not any(stale),
           "gradients accumulate from step to step: when a step's backward ran, .grad still held the previous "
           "step's gradient, so every update uses the sum of all gradients so far. Call optimizer.zero_grad() "
           "before each backward.")
+    empty = step_grads.count(False)
+    check(not empty,
+          f"{empty} of {len(step_grads)} optimizer steps had no gradient to use (every .grad None or zero): "
+          "optimizer.zero_grad() ran between loss.backward() and optimizer.step(), so each step used zero "
+          "gradients and the weights never changed. zero_grad belongs before each backward (at the start of the "
+          "step): zero_grad(), forward, loss, backward(), step().")
 
 
 class _Token:
@@ -201,7 +248,15 @@ def check_memory_flat(train_epoch: Callable, features: int, classes: int, seed: 
 
 
 def check_finite(train_epoch: Callable, features: int, classes: int, seed: int, scale: float = 200.0) -> None:
-    """With very large logits the loss and the weights stay finite (no log(0))."""
+    """With very large logits the loss and the weights stay finite (no log(0)), and the loss is the true one.
+
+    Finite is not enough: probabilities clamped away from 0 before the log
+    (``softmax(x).clamp_min(1e-12)``) give a finite loss of at most -log(1e-12) = 28
+    per sample where the true cross-entropy of huge logits is far larger, and a
+    zero gradient for those samples. So the loss of one batch, taken before its
+    step, is compared with the cross-entropy of the same logits (one batch, so a
+    bug in the steps themselves is left to the other checks).
+    """
     batches = troubleshoot.numbered_class_batches(3, 32, features, classes - 1, seed=seed, scale=scale)
     model = classifier(features, classes, seed)
     got = _number(_train(train_epoch, model, 0.01, batches), "train_epoch")
@@ -211,10 +266,32 @@ def check_finite(train_epoch: Callable, features: int, classes: int, seed: int, 
           f"NaN from log(0): with large logits the mean loss was {got} and non-finite values reached "
           f"{sorted(set(bad)) or 'the loss'}. softmax rounds small probabilities to exactly 0 and log(0) = -inf; "
           "use F.cross_entropy on the logits (log_softmax inside), which never takes log(0).")
+    model = classifier(features, classes, seed)
+    x, y = batches[0]
+    with torch.no_grad():
+        logits = model(x)
+        expected = nn.functional.cross_entropy(logits, y - 1).item()
+        # labels left unshifted also fit here (1..C-1): that mistake is check_labels', not this check's
+        unshifted = nn.functional.cross_entropy(logits, y).item()
+    check(math.isfinite(expected) and math.isfinite(unshifted), "internal: the true loss of this case is not finite")
+    got = _number(_train(train_epoch, model, 0.01, batches[:1]), "train_epoch")
+    if any(math.isclose(got, e, rel_tol=1e-3, abs_tol=1e-4) for e in (expected, unshifted)):
+        return
+    if got < expected / 2:
+        raise CheckFailed(
+            f"with huge logits the loss of one batch was {got:.5g}, finite but far below the true cross-entropy of "
+            f"these logits, {expected:.5g}. Clamping the probabilities before the log (softmax(...).clamp_min(eps), "
+            "or + eps) hides the symptom: it caps each sample's loss at -log(eps) and gives the worst samples a "
+            "zero gradient, so the model stops learning from its biggest mistakes. Compute log-probabilities from "
+            "the logits: F.cross_entropy(logits, y), or F.log_softmax + F.nll_loss.")
+    raise CheckFailed(
+        f"with huge logits the loss of one batch was {got:.5g}; the cross-entropy of its logits is {expected:.5g}. "
+        "Compute the loss with F.cross_entropy on the logits (or F.log_softmax + F.nll_loss), train every batch (a "
+        "loop that skips non-finite steps hides the cause), and return the mean of the steps' losses.")
 
 
 def check_eval_no_grad(evaluate: Callable, features: int, classes: int, seed: int) -> None:
-    """evaluate records no graph (no_grad or inference_mode), leaves grad mode on, and returns the accuracy."""
+    """evaluate records no graph (no_grad or inference_mode), leaves grad mode on, and returns the accuracy (a float)."""
     batches = troubleshoot.numbered_class_batches(3, 32, features, classes, seed=seed)
     model = classifier(features, classes, seed)
     with torch.no_grad():
@@ -235,7 +312,7 @@ def check_eval_no_grad(evaluate: Callable, features: int, classes: int, seed: in
           "torch.inference_mode()).")
     check(not left_off, "after evaluate, gradients stay off for the whole program: use `with torch.no_grad():`, "
                         "not torch.set_grad_enabled(False).")
-    got = _number(got, "evaluate", "the accuracy")
+    got = _number(got, "evaluate", "the accuracy", strict=True)
     check(math.isclose(got, expected, abs_tol=1e-6),
           f"evaluate returned an accuracy of {got:.4f}; expected {expected:.4f} (predicted class + 1 compared with "
           "the labels numbered 1..C, over all samples).")
@@ -253,7 +330,8 @@ def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, 
     with warnings_dropped():
         for _ in range(epochs):
             try:
-                got.append(_number(solved(train_epoch, model, optimizer, batches, "cpu"), "train_epoch"))
+                got.append(_number(solved(train_epoch, model, optimizer, batches, "cpu"), "train_epoch",
+                                   strict=True))
             except IndexError as err:
                 raise CheckFailed(f"train_epoch raised IndexError: {err} Labels out of range (numbered 1..C).") from None
     check(calls, "train_epoch never ran the model on the batches: it must train one pass over them.")
@@ -261,7 +339,8 @@ def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, 
     close = all(math.isclose(g, e, rel_tol=2e-3, abs_tol=1e-4) for g, e in zip(got, expected))
     check(close, f"the mean loss per epoch was {[round(g, 4) for g in got]}; a correct loop gives "
                  f"{[round(e, 4) for e in expected]}. The loss does not match the reference: look for gradients "
-                 "that are not zeroed before backward, labels not shifted to 0..C-1, or a step that is skipped.")
+                 "that are not zeroed before backward (zero_grad() goes before backward, not between backward and "
+                 "step), labels not shifted to 0..C-1, or a step that is skipped.")
     check(expected[-1] < expected[0], "internal: the reference did not learn on this case")
 
 
@@ -283,6 +362,28 @@ _SOURCE_HINT = {
                       "(a label >= the number of classes, a negative label, an Embedding index).",
 }
 
+#: The categories of the task's table, spelled as the table spells them.
+CATEGORIES = ("index", "device", "dtype", "shape", "range", "memory", "nan", "no-cuda")
+
+_MEMORY_HINT = (" An out-of-memory error is a torch.OutOfMemoryError (the class to catch: "
+                "isinstance(err, torch.OutOfMemoryError); it subclasses RuntimeError, not Python's MemoryError, "
+                "which is for the host's memory), or a RuntimeError whose message says 'out of memory'.")
+
+_GENERIC_HINT = (" Read the message, not only the exception's type: torch raises RuntimeError for most of these, "
+                 "ValueError for a batch-size mismatch, IndexError for an index out of range, and AssertionError "
+                 "when CUDA is missing.")
+
+
+def _hint(expected: str, category: str) -> str:
+    """Why a category is wrong, in the words of the mistake that most often gives it."""
+    near = difflib.get_close_matches(category, CATEGORIES, n=1, cutoff=0.6) if category not in CATEGORIES else []
+    if near:  # a misspelt category ("no_cuda"), not a wrong diagnosis
+        return (f" {category!r} is not one of the table's categories {list(CATEGORIES)}: did you mean {near[0]!r}? "
+                "Return the category spelled as the table spells it.")
+    if expected == "memory":
+        return _MEMORY_HINT
+    return _SOURCE_HINT.get((expected, category), _GENERIC_HINT)
+
 
 def _diagnosis(diagnose: Callable, err: BaseException) -> tuple[str, str]:
     with warnings_dropped():
@@ -298,9 +399,7 @@ def check_diagnoses(diagnose: Callable, cases: Sequence[tuple[BaseException, str
         category, _ = _diagnosis(diagnose, err)
         text = f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"
         check(category == expected,
-              f"diagnose({text}) gave the category {category!r}; expected {expected!r}."
-              + _SOURCE_HINT.get((expected, category), " Read the message, not only the exception's type: torch "
-                                                       "raises RuntimeError for most of these."))
+              f"diagnose({text}) gave the category {category!r}; expected {expected!r}." + _hint(expected, category))
 
 
 _FIX_WORDS = {
@@ -309,10 +408,21 @@ _FIX_WORDS = {
     "dtype": ("dtype", "long", "float", "type"),
     "shape": ("shape", "size", "reshape", "view", "features", "dimension"),
     "range": ("sigmoid", "logits", "withlogits", "[0, 1]", "probabilit"),
-    "memory": ("batch", "memory", "autocast", "amp", "accumulat", "no_grad", "inference_mode", "precision"),
+    "memory": ("batch", "autocast", "amp", "accumulat", "no_grad", "inference_mode", "precision", "checkpoint",
+               "float16", "bf16", "fp16"),
     "nan": ("nan", "inf", "finite", "clip", "learning rate", "lr", "log_softmax", "anomaly"),
     "no-cuda": ("cuda", "device", "is_available", "cpu"),
 }
+
+
+#: Fix words so short that they hide inside other words: these must start a word ("amp" is not the "amp" of
+#: "example", "lr" not the one of "clr"). The others may sit anywhere ("isfinite" names "finite").
+_WORD_START = {"amp", "lr"}
+
+
+def _word(w: str) -> str:
+    """A fix word as a pattern."""
+    return (r"(?<![a-z])" if w in _WORD_START else "") + re.escape(w)
 
 
 def check_fixes_named(diagnose: Callable, cases: Sequence[tuple[BaseException, str]]) -> None:
@@ -322,7 +432,14 @@ def check_fixes_named(diagnose: Callable, cases: Sequence[tuple[BaseException, s
         category, fix = _diagnosis(diagnose, err)
         check_diagnoses(diagnose, [(err, expected)])  # a fix for the wrong cause fixes nothing
         words = _FIX_WORDS.get(expected, ())
-        check(fix.strip() and any(w in fix.lower() for w in words),
+        named = [w for w in words if re.search(_word(w), fix.lower())]
+        if expected == "memory" and not named and re.search(r"empty_cache|gc\.collect|\bdel\b|free", fix.lower()):
+            raise CheckFailed(
+                f"for an out-of-memory error the fix {fix!r:.80} only frees memory after the failure "
+                "(torch.cuda.empty_cache(), gc.collect(), del): that does not remove the cause, and the same step "
+                "fails again. Name what makes the step need less memory: a smaller batch, autocast (mixed "
+                "precision), gradient accumulation, or no_grad for evaluation.")
+        check(fix.strip() and named,
               f"for a {expected!r} error the fix {fix!r:.80} names none of {list(words)}: say what to change.")
         fixes[category] = fix
     check(len(set(fixes.values())) == len(fixes),
@@ -332,22 +449,106 @@ def check_fixes_named(diagnose: Callable, cases: Sequence[tuple[BaseException, s
 # --------------------------------------------------------------------------- exercise 3: profile and read
 
 
-def _sleeper(seconds: float) -> Callable[[], None]:
-    return lambda: time.sleep(seconds)
+#: How far Python's clocks jump while the region the check chose runs (the profiler's own clock does not move).
+_CLOCK_JUMP_S = 10.0
 
 
-def _profiled(profile_regions: Callable, durations: Mapping[str, float]) -> tuple[Any, Path, tempfile.TemporaryDirectory]:
+class _Regions:
+    """The regions a check hands to profile_regions: each sleeps for its duration and counts its calls.
+
+    While the region with the shortest duration runs, Python's clocks
+    (time.perf_counter, time.time, time.monotonic and their _ns forms) jump
+    ahead by :data:`_CLOCK_JUMP_S`. The profiler records with its own clock and
+    never sees the jump, so an answer timed with a Python clock names that
+    region, and an answer read from the trace names the one the trace says.
+    """
+
+    def __init__(self, durations: Mapping[str, float]) -> None:
+        self.calls = {name: 0 for name in durations}
+        self.jumper = min(durations, key=durations.get)
+        self.ahead = 0.0
+        self.functions = {name: self._region(name, seconds) for name, seconds in durations.items()}
+
+    def _region(self, name: str, seconds: float) -> Callable[[], None]:
+        def region() -> None:
+            self.calls[name] += 1
+            time.sleep(seconds)
+            if name == self.jumper:
+                self.ahead += _CLOCK_JUMP_S
+
+        region.__name__ = name
+        return region
+
+    def clocks(self) -> list[tuple[Any, str, Any]]:
+        """The changes that make Python's clocks run ahead by ``self.ahead``, for :func:`patched`."""
+        changes = []
+        for attr in ("perf_counter", "monotonic", "time"):
+            real = getattr(time, attr)
+            changes.append((time, attr, functools.wraps(real)(lambda real=real: real() + self.ahead)))
+            real_ns = getattr(time, f"{attr}_ns")
+            changes.append((time, f"{attr}_ns", functools.wraps(real_ns)(
+                lambda real_ns=real_ns: real_ns() + int(self.ahead * 1e9))))
+        changes.append((timeit, "default_timer", changes[0][2]))  # timeit's clock is time.perf_counter
+        return changes
+
+
+def _export_mistake(err: AttributeError) -> str | None:
+    """What a learner did wrong when export_chrome_trace raised ``err``, or None when it is something else."""
+    text = str(err)
+    if "Path'" in text and "endswith" in text:  # 'PosixPath' object has no attribute 'endswith'
+        return ("prof.export_chrome_trace was given a pathlib.Path: torch 2.13 calls path.endswith(...), which a Path "
+                f"lacks ({type(err).__name__}: {err}). Pass a str: prof.export_chrome_trace(str(trace_path)).")
+    if "'NoneType' object has no attribute 'save'" in text:  # the profile's results exist only after its block
+        return ("prof.export_chrome_trace was called inside the `with profile(...)` block: the trace exists only "
+                f"once the block has ended (torch raised {type(err).__name__}: {err}). Export after the block, at "
+                "the indentation of the `with` line.")
+    return None
+
+
+def _empty_mistake(err: ValueError, path: Path, names: list[str]) -> str | None:
+    """What a learner did wrong when taking the max/min of nothing, or None when ``err`` is something else."""
+    text = str(err)
+    if not (("max()" in text or "min()" in text) and "empty" in text):
+        return None
+    try:
+        found = [n for n, ms in troubleshoot.region_totals(path, names).items() if ms > 0] if path.exists() else []
+    except ValueError:
+        found = []
+    where = (f"The trace does name the regions {found}: your filter dropped them; keep the events whose 'cat' is "
+             "'user_annotation' and whose 'name' is a region's name." if found else
+             "The trace you exported names no region: run each region's function inside `with "
+             "record_function(name):`, inside the profiler's block, and export after the block.")
+    return (f"profile_regions raised ValueError ({err}): it took the slowest of an empty collection, so no region's "
+            f"time was found in the trace. {where}")
+
+
+def _profiled(profile_regions: Callable, durations: Mapping[str, float]
+              ) -> tuple[Any, Path, tempfile.TemporaryDirectory, _Regions]:
+    """Run the learner's profile_regions on sleeping regions; the result, the trace's path, its folder, the regions."""
     folder = tempfile.TemporaryDirectory()
     path = Path(folder.name) / "trace.json"
-    regions = {name: _sleeper(s) for name, s in durations.items()}
-    with troubleshoot.native_stderr(), warnings_dropped():  # the profiler's C++ logging would reach stderr
-        result = solved(profile_regions, regions, str(path))
-    return result, path, folder
+    regions = _Regions(durations)
+    namespaces = [getattr(profile_regions, "__globals__", {})]
+    try:
+        # the profiler's C++ logging would reach stderr; Python's clocks run ahead during one region (see _Regions)
+        with troubleshoot.native_stderr(), warnings_dropped(), patched(regions.clocks(), namespaces):
+            result = solved(profile_regions, dict(regions.functions), str(path))
+    except (AttributeError, ValueError) as err:
+        mistake = (_export_mistake(err) if isinstance(err, AttributeError)
+                   else _empty_mistake(err, path, list(durations)))
+        folder.cleanup()
+        if mistake is None:
+            raise
+        raise CheckFailed(mistake) from None
+    except BaseException:
+        folder.cleanup()
+        raise
+    return result, path, folder, regions
 
 
 def check_trace_names(profile_regions: Callable, durations: Mapping[str, float]) -> None:
-    """The trace file exists, is a Chrome trace, and names every region (record_function)."""
-    _, path, folder = _profiled(profile_regions, durations)
+    """Each region runs once; the trace file exists, is a Chrome trace, and names every region (record_function)."""
+    _, path, folder, regions = _profiled(profile_regions, durations)
     with folder:
         check(path.exists(), f"no trace file at trace_path after profile_regions: call prof.export_chrome_trace"
                              f"(trace_path) after the profiler's block.")
@@ -359,11 +560,17 @@ def check_trace_names(profile_regions: Callable, durations: Mapping[str, float])
     missing = [n for n, ms in totals.items() if ms <= 0]
     check(not missing, f"the trace names no region {missing}: run each region's function inside "
                        "`with record_function(name):`, inside the profiler's block.")
+    wrong = {name: n for name, n in regions.calls.items() if n != 1}
+    check(not wrong,
+          f"profile_regions ran the regions {wrong} times (name: calls); the task says once each. A region can "
+          "change state: run an optimizer step twice and the weights move twice, so what you profiled is not the "
+          "step you were given. Call each region's function exactly once, inside its record_function (no warm-up "
+          "calls, no second pass).")
 
 
 def check_slowest_region(profile_regions: Callable, durations: Mapping[str, float]) -> None:
-    """The returned name is the slowest region, as the trace itself says."""
-    result, path, folder = _profiled(profile_regions, durations)
+    """The returned name is the slowest region, as the trace itself says (not as a Python clock says)."""
+    result, path, folder, regions = _profiled(profile_regions, durations)
     with folder:
         totals = troubleshoot.region_totals(path, list(durations)) if path.exists() else {}
     check(isinstance(result, str), f"profile_regions returned {result!r:.60}; expected the region's name, a str.")
@@ -374,7 +581,23 @@ def check_slowest_region(profile_regions: Callable, durations: Mapping[str, floa
     measured = totals if totals and all(v > 0 for v in totals.values()) else durations
     expected = max(measured, key=measured.get)
     fastest = min(measured, key=measured.get)
-    hint = (" That is the fastest: take the largest total duration ('dur'), not the smallest."
-            if result == fastest else " Sum each region's 'dur' (microseconds) over its events and take the largest.")
-    check(result == expected, f"profile_regions returned {result!r}; the slowest region is {expected!r} "
-                              f"(trace totals in ms: { {k: round(v, 1) for k, v in totals.items()} }).{hint}")
+    if result == expected:
+        return
+    hints = []  # every mistake that gives this answer: the learner knows which one they made
+    if result == regions.jumper and regions.ahead:
+        hints.append(f"If you timed the regions with a Python clock: while {result!r} ran, the check moved "
+                     f"time.perf_counter, time.time and time.monotonic ahead by {_CLOCK_JUMP_S:.0f} s, which the "
+                     "profiler does not see, so an answer that follows a Python clock, not the trace, names it. Read "
+                     "the trace back (json.load(open(trace_path))) and sum each region's 'dur' over its "
+                     "'user_annotation' events.")
+    if result == fastest:
+        hints.append("It is the fastest in the trace: take the largest total duration ('dur'), not the smallest.")
+    if result == max(durations):
+        hints.append(f"{result!r} is the last name in alphabetical order: max(totals) compares the dict's keys; "
+                     "compare the durations: max(totals, key=totals.get).")
+    hint = " " + " ".join(hints) if hints else " Sum each region's 'dur' (microseconds) over its events and take the largest."
+    if measured is durations:
+        hint += (" (The trace names no region, so the check went by the durations it asked for: run each region "
+                 "inside `with record_function(name):` and read the trace.)")
+    raise CheckFailed(f"profile_regions returned {result!r}; the slowest region is {expected!r} "
+                      f"(trace totals in ms: { {k: round(v, 1) for k, v in totals.items()} }).{hint}")

@@ -1,5 +1,5 @@
 # solution: fix-training-script
-# fails: fix-script-memory
+# fails: fix-script-memory fix-script-learns
 # says: memory grows
 # returns the summed loss tensor, graph and all
 def train_epoch(model, optimizer, batches, device):

@@ -1,6 +1,6 @@
 # solution: fix-training-script
-# fails: fix-script-learns
-# says: does not match
+# fails: fix-script-zero-grad fix-script-learns
+# says: zero_grad
 # zeroes between backward and step: the optimizer steps on zero gradients, nothing is learned
 def train_epoch(model, optimizer, batches, device):
     """One pass over ``batches`` (CPU, labels 1..C) on ``device``; returns the mean loss as a float."""

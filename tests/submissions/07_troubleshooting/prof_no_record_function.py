@@ -1,7 +1,7 @@
 # solution: profile-regions
-# fails: profile-trace-names
-# says: names no region
-# times the regions with its own clock: the trace names none of them
+# fails: profile-trace-names profile-slowest
+# says: record_function
+# times the regions with its own clock: the trace names none of them, and the answer is the clock's
 def profile_regions(regions, trace_path):
     """Times each region with perf_counter; exports a trace without regions."""
     import time

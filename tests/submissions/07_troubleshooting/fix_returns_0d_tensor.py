@@ -1,20 +1,19 @@
 # solution: fix-training-script
-# fails: 
-# says: 
-# correct, written differently: the source's softmax kept, with probabilities clamped away from 0
+# fails: fix-script-learns
+# says: Python float
+# every bug fixed, but the mean loss comes back as a 0-d tensor (detached), where the task asks for a Python float
 def train_epoch(model, optimizer, batches, device):
     """One pass over ``batches`` (CPU, labels 1..C) on ``device``; returns the mean loss as a float."""
     model.to(device)
     model.train()
-    total_loss = 0.0
+    total_loss = torch.tensor(0.0)
     for x, y in batches:
         x, y = x.to(device), (y - 1).to(device)
         optimizer.zero_grad()
-        probs = torch.softmax(model(x), dim=1).clamp_min(1e-30)
-        loss = -torch.log(probs[torch.arange(len(y)), y]).mean()
+        loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
-        total_loss += loss.item()
+        total_loss += loss.detach()
     return total_loss / len(batches)
 
 
