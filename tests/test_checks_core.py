@@ -167,3 +167,27 @@ def test_a_checks_own_warnings_are_dropped_and_the_learners_still_become_notes(c
             solved(step)
     out, err = capsys.readouterr()
     assert err == "" and "learner's" in out and "the check's own" not in out
+
+
+def test_solved_or_falls_back_to_the_course_version_only_when_the_exercise_is_not_usable(capsys):
+    from helpers.checks import solved_or
+
+    def course(x):
+        return ("course", x)
+
+    def stub(x):
+        raise NotImplementedError()
+
+    def written(x):
+        return ("yours", x)
+
+    def broken(x):
+        raise ValueError("bad x")
+
+    assert solved_or(course, written, 1) == ("yours", 1)
+    assert capsys.readouterr().out == ""
+    assert solved_or(course, stub, 2) == ("course", 2)
+    out = capsys.readouterr().out
+    assert "`stub` is not written yet" in out and "course's version" in out and "course" in out
+    assert solved_or(course, broken, 3) == ("course", 3)
+    assert "`broken` raised ValueError: bad x" in capsys.readouterr().out

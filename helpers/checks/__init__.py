@@ -23,6 +23,7 @@ from helpers.checks.core import (
     check_type,
     passed,
     solved,
+    solved_or,
 )
 from helpers.checks.machine import FakeMachine, cpu_only_machine, fake_machine
 from helpers.checks.patching import CallLog, patched, record_calls
@@ -43,4 +44,5 @@ __all__ = [
     "patched",
     "record_calls",
     "solved",
+    "solved_or",
 ]

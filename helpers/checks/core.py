@@ -30,6 +30,7 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HELPERS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 __all__ = [
+    "solved_or",
     "CheckFailed",
     "check",
     "check_close",
@@ -235,6 +236,23 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if meaning is None:
             raise
         raise CheckFailed(f"`{name}` raised {type(err).__name__}: {err} This means {meaning}") from None
+
+
+def solved_or(fallback: Callable[..., Any], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``solved(fn, ...)`` for a demonstration after an exercise: when the learner's ``fn`` is not written yet
+    (or raises), say so in one line and return ``fallback(...)``, the course's version, instead.
+
+    So a chapter run with an exercise still blank goes on to the end and still shows what the section
+    teaches, labelled as the course's result; the exercise's own grade cells are what say what is wrong.
+    """
+    name = getattr(fn, "__name__", repr(fn))
+    try:
+        return solved(fn, *args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - the exercise not done (or not right yet) must not stop the chapter
+        why = str(err) if isinstance(err, CheckFailed) else f"`{name}` raised {type(err).__name__}: {err}"
+        fallback_name = f"{getattr(fallback, '__module__', '')}.{getattr(fallback, '__qualname__', fallback)}"
+        print(f"note: {why[:200]}; this cell uses the course's version ({fallback_name}) instead.")
+        return fallback(*args, **kwargs)
 
 
 def passed(what: str) -> None:
