@@ -152,11 +152,11 @@ count-parameters-frozen time-on-device-sync time-on-device-warmup time-on-device
 time-on-device-median compare-devices-speedup compare-devices-untimed-setup choose-device-type
 choose-device-built-no-gpu choose-device-mps choose-device-request choose-device-missing forward-on-cpu
 forward-on-any-device forward-on-no-grad forward-on-no-parameters estimate-memory-parameters
-estimate-memory-dtype grad-accumulation-all-micro-batches loader-for-pin pick-workers-smallest
-pick-workers-fails amp-train-step-autocast amp-train-step-scaled-backward amp-train-step-scaler-step
-amp-train-step-update amp-train-step-zero-grad amp-train-step-skip-inf amp-train-step-returns
-amp-train-step-converges amp-clip-step-unscaled amp-clip-step-clips amp-clip-step-scaler amp-clip-step-amp
-average-gradients-ddp diagnose-cpu-errors diagnose-cuda-texts diagnose-memory-nan diagnose-fixes
+estimate-memory-dtype grad-accumulation-all-micro-batches amp-train-step-autocast
+amp-train-step-scaled-backward amp-train-step-scaler-step amp-train-step-update amp-train-step-zero-grad
+amp-train-step-skip-inf amp-train-step-returns amp-train-step-converges amp-clip-step-unscaled
+amp-clip-step-clips amp-clip-step-scaler amp-clip-step-amp average-gradients-ddp diagnose-cpu-errors
+diagnose-cuda-texts diagnose-memory-nan diagnose-fixes
 """.split())
 
 
