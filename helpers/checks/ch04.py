@@ -528,8 +528,9 @@ def _run(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs: 
                           "(np.random.seed returns None and seeds only the global generator).")
     if kind is _WorkerInitFailed:
         raise CheckFailed(f"in a 2-worker loader ({start_method}), seed_numpy_worker raised {text}")
-    raise CheckFailed(f"a 2-worker loader ({start_method}) with worker_init_fn=seed_numpy_worker failed: "
-                      f"{kind.__name__}: {text.splitlines()[-1] if text else ''}")
+    last = text.splitlines()[-1] if text else ""  # torch re-raises a worker's error with its traceback as text
+    shown = last if last.startswith(kind.__name__) else f"{kind.__name__}: {last}"
+    raise CheckFailed(f"a 2-worker loader ({start_method}) with worker_init_fn=seed_numpy_worker failed: {shown}")
 
 
 def _check_distinct(draws: dict[int, list], start_method: str) -> None:
