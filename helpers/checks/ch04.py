@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import statistics
+import sys
 import traceback
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -224,10 +225,14 @@ def _learner_logs() -> Iterator[list[logging.LogRecord]]:
     was given, and nbgrader scores 0 for a grade cell with stderr.
     """
     keep = _Keep()
+
+    def to_stderr(handler: logging.Handler) -> bool:  # what the cell's stderr would show; a log file is left alone
+        return isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) is sys.stderr
+
     saved = {lg: lg.handlers[:] for lg in logging.Logger.manager.loggerDict.values()
-             if isinstance(lg, logging.Logger) and lg.handlers}
-    for lg in saved:
-        lg.handlers = [keep]
+             if isinstance(lg, logging.Logger) and any(to_stderr(h) for h in lg.handlers)}
+    for lg, handlers in saved.items():
+        lg.handlers = [h for h in handlers if not to_stderr(h)] + [keep]
     try:
         yield keep.records
     finally:
