@@ -10,6 +10,10 @@ process that re-imports what it runs by name: a Dataset, ``collate_fn`` or
   blob: the CPU is idle), :class:`CpuDataset` computes per item in pure
   Python (like decoding or augmenting: the CPU is busy). Each item records
   which worker made it and when, so a chapter can draw the loading timeline.
+* :class:`RangeStream` is an ``IterableDataset`` (a stream with no index): every worker gets a copy of
+  it and, unless it shards itself with ``get_worker_info()``, yields the whole stream: each item once
+  per worker. :class:`BlockSums` reads blocks of a Python list or of a NumPy array, to measure the
+  copy-on-read growth of forked workers that read Python objects.
 * :class:`ClonedRngDataset` keeps a NumPy ``Generator`` made in ``__init__``:
   every worker gets a copy of it, and draws the same "random" numbers.
   :func:`seed_worker` is the fix.
@@ -37,11 +41,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 from helpers.device import synchronize, to_device
 
 __all__ = [
+    "BlockSums",
+    "RangeStream",
     "ClonedRngDataset",
     "CpuDataset",
     "DevicePrefetcher",
@@ -141,6 +147,50 @@ class CpuDataset(_TracedDataset):
         acc = index
         for k in range(self.work):
             acc = (acc * 1103515245 + k) & 0xFFFF
+
+
+class RangeStream(IterableDataset):
+    """Items ``{"item": i, "worker": id}`` for ``i`` in ``range(n)``, as a stream (no ``__getitem__``).
+
+    A DataLoader gives each worker a copy of an ``IterableDataset`` and iterates every copy: without
+    ``shard``, each of ``k`` workers yields all ``n`` items, ``k * n`` in all. With ``shard``, each copy
+    asks ``get_worker_info()`` who it is and keeps every ``num_workers``-th item from its ``id`` on, so
+    the workers split the stream (and in the main process, where it returns None, one copy yields all).
+    """
+
+    def __init__(self, n: int = 12, shard: bool = True) -> None:
+        self.n, self.shard = int(n), bool(shard)
+
+    def __iter__(self) -> Iterator[dict[str, int]]:
+        info = get_worker_info()
+        if self.shard and info is not None:
+            mine = range(info.id, self.n, info.num_workers)  # worker k of m: items k, k+m, k+2m, ...
+        else:
+            mine = range(self.n)
+        for i in mine:
+            yield {"item": i, "worker": current_worker()}
+
+
+class BlockSums(Dataset):
+    """Item ``i`` is the sum of block ``i`` of ``values``: a Python list of floats or a NumPy array.
+
+    Reading a block of a *list* touches every float object in it: Python writes each object's reference
+    count as it is used. In a forked worker the pages holding those objects were shared with the main
+    process; a write makes the kernel copy the page (copy-on-write), so a worker that reads the whole list
+    ends up with its own copy of it, although it changed no value. A NumPy array is one object: reading a
+    slice writes nothing in the data's pages, which stay shared.
+    """
+
+    def __init__(self, values: Sequence[float] | np.ndarray, blocks: int = 100) -> None:
+        self.values, self.blocks = values, int(blocks)
+        self.size = len(values) // self.blocks
+
+    def __len__(self) -> int:
+        return self.blocks
+
+    def __getitem__(self, index: int) -> float:
+        block = self.values[index * self.size:(index + 1) * self.size]
+        return float(block.sum()) if isinstance(block, np.ndarray) else float(sum(block))
 
 
 class ClonedRngDataset(Dataset):
@@ -346,12 +396,17 @@ def worker_processes() -> list[Any]:
     return alive
 
 
-def worker_memory() -> list[int]:
-    """Unique memory (USS, bytes) of each worker process alive now: what each worker costs."""
+def worker_memory(exclude: Iterable[int] = ()) -> list[int]:
+    """Unique memory (USS, bytes) of each worker process alive now: what each worker costs.
+
+    ``exclude``: process ids to leave out (workers of other loaders that are still alive).
+    """
     import psutil
 
     sizes = []
     for child in worker_processes():
+        if child.pid in set(exclude):
+            continue
         try:
             sizes.append(child.memory_full_info().uss)
         except (psutil.Error, AttributeError):  # gone meanwhile, or a platform without USS

@@ -2,8 +2,11 @@
 leaves no worker process behind. (tests/test_exercises.py runs the chapter's grade cells on the submissions.)"""
 
 import gc
+import logging
 import pickle
 import statistics
+import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -31,6 +34,10 @@ def seed_numpy_worker(worker_id):
 
 def cloned(worker_id):
     pass
+
+
+def rng_none(worker_id):
+    get_worker_info().dataset.rng = np.random.seed(get_worker_info().seed % 2**32)
 
 
 def by_worker_id(worker_id):
@@ -108,6 +115,42 @@ def test_pinning_always_is_named(learner):
         ch04.check_loader_pinning(learner["pin_always"], FakeMachine(cuda=1), "cpu", expected=False)
 
 
+def test_every_device_the_task_names_is_graded_right(learner):
+    for device in ("cuda", "cuda:1", torch.device("cuda", 1)):
+        ch04.check_loader_pinning(learner["loader_for"], FakeMachine(cuda=2), device, expected=True)
+    for machine, device in ((FakeMachine(cuda=1), "cpu"), (FakeMachine(mps=True), "mps"),
+                            (FakeMachine(cuda=1), torch.device("cpu"))):
+        ch04.check_loader_pinning(learner["loader_for"], machine, device, expected=False)
+
+
+def pin_if(rule):
+    def loader_for(dataset, device, batch_size, num_workers, seed):
+        return DataLoader(dataset, batch_size=batch_size, pin_memory=rule(device))
+    return loader_for
+
+
+@pytest.mark.parametrize("rule, machine, device, says, not_said", [
+    (lambda device: torch.cuda.is_available(), FakeMachine(cuda=1), "cpu", "pin follows the batches' device",
+     "always on"),
+    (lambda device: torch.device(device).type != "cpu", FakeMachine(mps=True), "mps",
+     "MPS does not use pinned memory", "always on"),
+    (lambda device: True, FakeMachine(cuda=1), "cpu", "pin_memory always on", "without a GPU the same call"),
+])
+def test_each_wrong_pin_is_told_what_it_followed(rule, machine, device, says, not_said):
+    with pytest.raises(CheckFailed) as failed:
+        ch04.check_loader_pinning(pin_if(rule), machine, device, expected=False)
+    assert says in str(failed.value) and not_said not in str(failed.value)
+
+
+def test_a_string_only_device_rule_is_told_about_torch_device():
+    with pytest.raises(CheckFailed, match=r"torch.device\(device\).type"):
+        ch04.check_loader_pinning(pin_if(lambda device: device.startswith("cuda")), FakeMachine(cuda=1),
+                                  torch.device("cuda", 0), expected=True)
+    with pytest.raises(CheckFailed, match="any index"):
+        ch04.check_loader_pinning(pin_if(lambda device: device == "cuda"), FakeMachine(cuda=2), "cuda:1",
+                                  expected=True)
+
+
 def test_prefetch_factor_without_workers_is_named():
     def prefetch_always(dataset, device, batch_size, num_workers, seed):
         return DataLoader(dataset, num_workers=num_workers, prefetch_factor=4)
@@ -140,8 +183,8 @@ def reference_pick(measure, counts, margin=0.1, repeats=3):
     for count in sorted(counts):
         try:
             medians[count] = statistics.median(measure(count) for _ in range(repeats))
-        except Exception:  # noqa: BLE001
-            continue
+        except Exception as err:  # noqa: BLE001
+            print(f"num_workers={count} skipped: {type(err).__name__}: {err}")
     if not medians:
         raise RuntimeError("no count could be measured")
     best = max(medians.values())
@@ -196,6 +239,99 @@ def test_a_crash_on_a_failing_count_is_named():
         ch04.check_pick(crashes, {0: RuntimeError("died"), 2: [100]})
 
 
+def reporting_pick(report):
+    """The reference, telling each skipped count through ``report(count, err)``."""
+    def pick_num_workers(measure, counts, margin=0.1, repeats=3):
+        medians = {}
+        for count in sorted(counts):
+            try:
+                medians[count] = statistics.median(measure(count) for _ in range(repeats))
+            except Exception as err:  # noqa: BLE001
+                report(count, err)
+        if not medians:
+            raise RuntimeError("no count could be measured")
+        best = max(medians.values())
+        return min(c for c, m in medians.items() if m >= (1 - margin) * best)
+    return pick_num_workers
+
+
+FAILING = {0: [100], 1: ValueError("bad count"), 2: [200], 4: RuntimeError("died"), 8: OSError(24, "Too many open files")}
+
+
+def test_a_silent_skip_is_named():
+    with pytest.raises(CheckFailed, match="printed line"):
+        ch04.check_pick(reporting_pick(lambda count, err: None), FAILING)
+
+
+@pytest.mark.parametrize("report", [
+    lambda count, err: print(f"skipping num_workers={count}"),  # which, but not why
+    lambda count, err: print(f"a count failed: {err}"),  # why, but not which
+])
+def test_a_line_must_say_which_count_and_why(report):
+    with pytest.raises(CheckFailed, match="names that count and why"):
+        ch04.check_pick(reporting_pick(report), FAILING)
+
+
+def by_named_logger(count, err):
+    logger = logging.getLogger("course.test.pick")
+    if not logger.handlers:
+        logger.addHandler(logging.StreamHandler())  # its own handler, writing to stderr
+    logger.warning("count %s failed: %s", count, err)
+
+
+@pytest.mark.parametrize("report", [
+    lambda count, err: print(f"num_workers={count} skipped: {err!r}"),
+    lambda count, err: print(f"count {count} failed: {type(err).__name__}", file=sys.stderr),
+    lambda count, err: logging.warning("num_workers=%s: %s", count, err),
+    by_named_logger,
+    lambda count, err: warnings.warn(f"skipping {count}: {err}"),
+], ids=["print", "stderr", "logging", "named logger", "warnings"])
+def test_a_line_anywhere_counts_and_nothing_reaches_stderr(report, capsys):
+    ch04.check_pick(reporting_pick(report), FAILING)
+    ch04.check_pick_all_fail(reporting_pick(report), {k: v for k, v in FAILING.items() if isinstance(v, Exception)})
+    out, err = capsys.readouterr()
+    assert err == "" and "count" in out and "4" in out
+
+
+def test_an_error_of_the_learners_own_is_shown_as_theirs():
+    def own_bug(measure, counts, margin=0.1, repeats=3):
+        medians = {}
+        for c in counts:
+            try:
+                medians[c] = statistics.median([measure(c) for _ in range(repeats)])
+            except Exception as err:  # noqa: BLE001
+                print(f"num_workers={c} skipped: {err}")
+        return min(c for c in counts if medians[c] > 0)
+
+    with pytest.raises(CheckFailed) as failed:
+        ch04.check_pick(own_bug, {0: [100], 2: RuntimeError("died"), 4: [90]})
+    text = str(failed.value)
+    assert "KeyError: 2" in text and "own code" in text and "measurement fails" not in text
+    assert "medians[c] > 0" in text  # the learner's own line
+
+
+def test_a_failing_measurement_let_out_is_named():
+    def reraises(measure, counts, margin=0.1, repeats=3):
+        try:
+            return [measure(c) for c in counts]
+        except OSError as err:
+            raise RuntimeError("gave up") from err
+
+    with pytest.raises(CheckFailed, match="measurement fails"):
+        ch04.check_pick(reraises, {0: [100], 4: OSError(24, "Too many open files")})
+
+
+def test_a_count_exactly_at_the_margin_is_within():
+    def strict(measure, counts, margin=0.1, repeats=3):
+        medians = {c: statistics.median(measure(c) for _ in range(repeats)) for c in counts}
+        best = max(medians.values())
+        return min(c for c, m in medians.items() if m > (1 - margin) * best or m == best)
+
+    ch04.check_pick(reference_pick, {0: [100], 2: [180], 4: [200]})
+    with pytest.raises(CheckFailed, match=">="):
+        ch04.check_pick(strict, {0: [100], 2: [180], 4: [200]})
+
+
 def test_all_failing_counts_need_a_runtime_error():
     died = RuntimeError("died")
     ch04.check_pick_all_fail(reference_pick, {1: died, 2: died})
@@ -219,6 +355,18 @@ def test_worker_init_check_passes_a_notebook_function_under_spawn(learner, capsy
 
 def test_an_importable_worker_init_fn_is_sent_as_itself():
     assert ch04._for_spawn(dl.seed_worker) is dl.seed_worker
+
+
+def test_the_spawn_check_reports_what_spawn_did(learner):
+    with pytest.raises(CheckFailed) as failed:
+        ch04.check_worker_init(learner["cloned"], "spawn")
+    assert "under spawn" in str(failed.value) and "fork" not in str(failed.value)
+
+
+def test_an_rng_that_is_not_a_generator_is_named(learner):
+    with pytest.raises(CheckFailed, match="must be a NumPy Generator") as failed:
+        ch04.check_worker_init(learner["rng_none"], "fork")
+    assert "NoneType" in str(failed.value) and "AttributeError: AttributeError" not in str(failed.value)
 
 
 @pytest.mark.parametrize("name, says", [("cloned", "cloned Generator"), ("by_worker_id", "every epoch")])

@@ -11,11 +11,18 @@ datasets are tiny: a class is graded in minutes.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
+import io
+import logging
+import os
+import re
 import statistics
+import sys
+import traceback
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +34,9 @@ from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine
 from helpers.ddp import PortableError, portable
 from helpers.machine import busy_factor
+
+_HELPERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PYTHON = os.path.dirname(os.__file__) + os.sep
 
 __all__ = [
     "FakeMeasure",
@@ -56,28 +66,58 @@ def _build(fn: Callable[..., Any], dataset: Dataset, device: Any, batch_size: in
             raise CheckFailed(f"{call} raised ValueError: {text} persistent_workers with 0 workers is an error: "
                               "there is no worker to keep. Pass persistent_workers=True only when num_workers > 0.") from None
         raise
+    except (AttributeError, TypeError) as err:
+        if not isinstance(device, torch.device):
+            raise
+        raise CheckFailed(f"{call} raised {type(err).__name__}: {err}. device may be a torch.device as well as a "
+                          "string (the task names both): torch.device(device).type reads either, e.g. "
+                          "torch.device(device).type == 'cuda'.") from None
     check(isinstance(loader, DataLoader), f"{call} returned {type(loader).__name__}; expected a "
           "torch.utils.data.DataLoader.")
     return loader
 
 
+def _pins(fn: Callable[..., Any], machine: FakeMachine, device: Any) -> bool:
+    """Does ``loader_for(..., device)`` pin on ``machine``? Only the loader's settings are read: a fake machine
+    cannot pin pages."""
+    with warnings_dropped(), machine.active():
+        loader = _build(fn, TensorDataset(torch.arange(8)), device, 4, 2, 0)  # workers: only pinning is graded here
+    return loader.pin_memory
+
+
 def check_loader_pinning(fn: Callable[..., Any], machine: FakeMachine, device: Any, expected: bool) -> None:
     """On ``machine``, ``loader_for(..., device)`` pins memory exactly when the batches go to CUDA.
 
-    Only the loader's settings are read: a fake machine cannot pin pages.
+    A wrong ``pin_memory=True`` is told by what it followed: MPS (no pinned memory there), the machine's
+    GPU (the same call pins no more on a machine without one), or nothing (always on).
     """
-    with warnings_dropped(), machine.active():
-        loader = _build(fn, TensorDataset(torch.arange(8)), device, 4, 2, 0)  # workers: only pinning is graded here
+    pinned = _pins(fn, machine, device)
     where = f"on a machine with {machine.cuda} CUDA GPU(s){' and MPS' if machine.mps else ''}"
+    said = f"loader_for(..., device={device!r}) {where}"
     if expected:
-        check(loader.pin_memory is True, f"loader_for(..., device={device!r}) {where} left pin_memory="
-              f"{loader.pin_memory!r}: batches going to CUDA should come from pinned memory, so that the copy can be "
-              "asynchronous (non_blocking=True). Set pin_memory=True when the device is a CUDA device, any index.")
-    else:
-        check(not loader.pin_memory, f"loader_for(..., device={device!r}) {where} set pin_memory=True: pin_memory "
-              "always on is the mistake. Pinning helps only copies to CUDA; for batches that stay on the CPU (or go "
-              "to MPS) it costs time and pins nothing useful, and without CUDA torch only warns. Decide from the "
-              "device the batches go to (torch.device(device).type == 'cuda'), not from torch.cuda.is_available().")
+        check(pinned is True, f"{said} left pin_memory={pinned!r}: batches going to CUDA should come from "
+              "pinned memory, so that the copy can be asynchronous (non_blocking=True). Set pin_memory=True when "
+              "the device is a CUDA device, any index: torch.device(device).type == 'cuda' is True for 'cuda', "
+              "'cuda:1' and torch.device('cuda', 1) alike.")
+        return
+    if not pinned:
+        return
+    kind = torch.device(device).type
+    if kind == "mps":
+        raise CheckFailed(f"{said} set pin_memory=True: MPS does not use pinned memory. Pinned pages let a copy "
+                          "to a *CUDA* GPU run asynchronously; torch's DataLoader turns pin_memory off for MPS with a "
+                          "warning, and Apple's GPU shares its memory with the CPU. Pin only when "
+                          "torch.device(device).type == 'cuda'.")
+    if machine.cuda and not _pins(fn, FakeMachine(mps=machine.mps), device):
+        raise CheckFailed(f"{said} set pin_memory=True, and on a machine without a GPU the same call did not: "
+                          "pinning followed what the machine has, not where the batches go. A GPU machine can "
+                          f"train on its CPU, and batches for {kind!r} gain nothing from pinned pages. pin follows "
+                          "the batches' device: decide from torch.device(device).type == 'cuda', not from "
+                          "torch.cuda.is_available().")
+    raise CheckFailed(f"{said} set pin_memory=True: pin_memory always on is the mistake. Pinning helps only copies "
+                      f"to CUDA; for batches that go to {kind!r} it costs time and pins nothing useful, and without "
+                      "CUDA torch only warns. Decide from the device the batches go to "
+                      "(torch.device(device).type == 'cuda'), not from torch.cuda.is_available().")
 
 
 def check_loader_workers(fn: Callable[..., Any], num_workers: int) -> None:
@@ -165,28 +205,139 @@ class FakeMeasure:
                          for c, v in self.table.items())
 
 
+class _Keep(logging.Handler):
+    """A log handler that keeps its records (in ``self.records``) instead of writing them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _learner_logs() -> Iterator[list[logging.LogRecord]]:
+    """While the block runs, records that loggers with their own handlers would write (to stderr) are kept.
+
+    :func:`solved` keeps what reaches the root logger; a learner's named logger with a handler of its own
+    (``logging.getLogger("pick").addHandler(logging.StreamHandler())``) would still write to the stderr it
+    was given, and nbgrader scores 0 for a grade cell with stderr.
+    """
+    keep = _Keep()
+
+    def to_stderr(handler: logging.Handler) -> bool:  # what the cell's stderr would show; a log file is left alone
+        return isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) is sys.stderr
+
+    saved = {lg: lg.handlers[:] for lg in logging.Logger.manager.loggerDict.values()
+             if isinstance(lg, logging.Logger) and any(to_stderr(h) for h in lg.handlers)}
+    for lg, handlers in saved.items():
+        lg.handlers = [h for h in handlers if not to_stderr(h)] + [keep]
+    try:
+        yield keep.records
+    finally:
+        for lg, handlers in saved.items():
+            lg.handlers = handlers
+
+
+def _said(fn: Callable[..., Any], *args: Any) -> tuple[Any, str]:
+    """``solved(fn, *args)`` and everything it said: printed, written to stderr, logged or warned.
+
+    The task asks for a line about each skipped count; a learner may print it, write it to stderr, log it or
+    warn it, and each is right. Whatever went to stderr is shown on stdout as a note instead (nbgrader scores 0
+    for a grade cell that writes to stderr); warnings and log records become notes through :func:`solved`.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with _learner_logs() as records, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result = solved(fn, *args)
+    finally:
+        # a named logger's record also reaches the root logger, which solved() already turned into a note
+        logged = [f"log {r.levelname}: {r.getMessage()}" for r in records if r.getMessage() not in out.getvalue()]
+        print(out.getvalue(), end="")
+        for line in [*err.getvalue().splitlines(), *logged]:
+            if line.strip():
+                print(f"note (costs no points) \u2014 your code wrote to stderr: {line[:300]}")
+    return result, "\n".join([out.getvalue(), err.getvalue(), *logged])
+
+
+def _mentions(text: str, count: int, error: BaseException) -> bool:
+    """Does a line of ``text`` name ``count`` and why it failed (the error's type or message)?"""
+    reasons = [type(error).__name__, str(error), *(a for a in error.args if isinstance(a, str) and a)]
+    reasons = [r for r in reasons if r]
+    for line in text.splitlines():
+        rest = line
+        for reason in sorted(reasons, key=len, reverse=True):
+            rest = rest.replace(reason, " ")  # the count must be named outside the error's own text
+        if re.search(rf"(?<![\w.]){count}(?!\w|\.\d)", rest) and any(r in line for r in reasons):
+            return True
+    return False
+
+
+def _own_error(err: BaseException) -> str:
+    """Where in the learner's code ``err`` was raised: " (line N: `source`)", or "" when not known."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if not f.filename.startswith((_HELPERS, _PYTHON))
+              and "site-packages" not in f.filename and "dist-packages" not in f.filename]
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (line {last.lineno}: `{last.line.strip()}`)" if last.line else f" (line {last.lineno})"
+
+
+def _from_measure(err: BaseException, measure: FakeMeasure) -> BaseException | None:
+    """The measurement's exception that ``err`` is, or was raised from; None for an error of the learner's own."""
+    failures = [v for v in measure.table.values() if isinstance(v, BaseException)]
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if any(err is f for f in failures):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def check_pick(fn: Callable[..., Any], table: dict[int, Any], counts: Sequence[int] | None = None,
                margin: float = 0.1, repeats: int = 3, mistake: str = "") -> None:
-    """``pick_num_workers(measure, counts, margin, repeats)`` picks the smallest good count."""
+    """``pick_num_workers(measure, counts, margin, repeats)`` picks the smallest good count, and says which
+    counts it skipped."""
     measure = FakeMeasure(table)
     counts = list(table) if counts is None else list(counts)
     expected = measure.expected(margin, repeats)
     call = f"pick_num_workers(measure, {counts}, margin={margin}, repeats={repeats})"
     with warnings_dropped():
         try:
-            got = solved(fn, measure, counts, margin, repeats)
+            got, said = _said(fn, measure, counts, margin, repeats)
         except CheckFailed:
             raise
-        except Exception as err:  # noqa: BLE001 - a count that fails must be skipped, not crash the pick
-            raise CheckFailed(f"{call} raised {type(err).__name__}: {err}, with measurements {{{measure.describe()}}}. "
-                              "A count whose measurement fails (a worker that dies, too many open files) cannot be "
-                              "used: catch the exception, say so, and skip that count.") from None
+        except Exception as err:  # noqa: BLE001 - what it raised is the learner's mistake to report
+            failure = _from_measure(err, measure)
+            if failure is not None:
+                raise CheckFailed(f"{call} raised {type(err).__name__}: {err}, with measurements {{{measure.describe()}}}. "
+                                  "A count whose measurement fails (a worker that dies, too many open files) cannot be "
+                                  "used: catch the exception (any Exception, not one kind), print a line saying which "
+                                  "count failed and why, and skip that count.") from None
+            raise CheckFailed(f"{call} raised {type(err).__name__}: {err}{_own_error(err)}, with measurements "
+                              f"{{{measure.describe()}}}. That error comes from your function's own code, not from a "
+                              "measurement: fix that line.") from None
     check(got == expected, f"{call} with measurements {{{measure.describe()}}} returned {got!r}; expected {expected}. "
           f"{mistake or _pick_hint(measure, got, expected, margin, repeats)}")
+    for count in counts:
+        failure = table.get(count)
+        if isinstance(failure, BaseException):
+            check(_mentions(said, count, failure), f"{call} skipped num_workers={count} (its measurement raised "
+                  f"{type(failure).__name__}: {failure}) but said nothing that names that count and why it failed (the error's type or message): the task asks for a printed line saying which "
+                  "count failed and why, e.g. print(f\"num_workers={count} skipped: {type(err).__name__}: {err}\"). "
+                  "A silent skip hides a broken setup. A line on stderr, a logging call or warnings.warn counts too.")
 
 
 def _pick_hint(measure: FakeMeasure, got: Any, expected: int, margin: float, repeats: int) -> str:
     ok = [c for c, v in measure.table.items() if not isinstance(v, BaseException)]
+    medians = {c: statistics.median([measure.table[c][k % len(measure.table[c])] for k in range(repeats)]) for c in ok}
+    best = max(medians.values(), default=0.0)
+    if got in ok and got > expected and abs(medians[expected] - (1 - margin) * best) <= 1e-9 * best:
+        return (f"num_workers={expected} has a median of {medians[expected]:g}, exactly (1 - margin) x the best median "
+                f"({best:g}): a count at the margin is within it. Keep the counts whose median is >= (1 - margin) x "
+                "the best, not >.")
     if got in ok and got > expected:
         return (f"The smallest count within {margin:.0%} of the best is wanted (whatever order the counts come in), "
                 "not the most workers: every worker costs start-up time and memory, so take the smallest count that "
@@ -202,7 +353,7 @@ def check_pick_all_fail(fn: Callable[..., Any], table: dict[int, BaseException],
     measure = FakeMeasure(table)
     with warnings_dropped():
         try:
-            got = solved(fn, measure, list(table), 0.1, repeats)
+            got, _ = _said(fn, measure, list(table), 0.1, repeats)
         except CheckFailed:
             raise
         except RuntimeError:
@@ -215,6 +366,10 @@ def check_pick_all_fail(fn: Callable[..., Any], table: dict[int, BaseException],
 
 
 # --------------------------------------------------------------------------- exercise 3: seed_numpy_worker
+
+
+#: How :class:`DrawDataset` reports a worker whose ``dataset.rng`` is no longer a NumPy Generator.
+NOT_A_GENERATOR = "dataset.rng is not a NumPy Generator: it is a "
 
 
 class DrawDataset(Dataset):
@@ -233,7 +388,12 @@ class DrawDataset(Dataset):
 
     def __getitem__(self, index: int) -> tuple[int, float, str]:
         info = get_worker_info()
-        return (-1 if info is None else info.id, float(self.rng.random()), self.init_error)
+        if self.init_error:
+            return (-1 if info is None else info.id, 0.0, self.init_error)
+        if not isinstance(self.rng, np.random.Generator):
+            return (-1 if info is None else info.id, 0.0, f"{NOT_A_GENERATOR}{type(self.rng).__name__}"
+                    f"{f' ({self.rng!r})' if self.rng is None else ''}")
+        return (-1 if info is None else info.id, float(self.rng.random()), "")
 
 
 class Guarded:
@@ -366,10 +526,16 @@ def _run(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs: 
     if kind is _WorkerInitFailed and text == "NotImplementedError:":
         raise CheckFailed("`seed_numpy_worker` is not written yet: replace `raise NotImplementedError()` in its "
                           "cell with your code, run that cell, then run this check again.")
+    if kind is _WorkerInitFailed and text.startswith(NOT_A_GENERATOR):
+        raise CheckFailed(f"in a 2-worker loader ({start_method}), after seed_numpy_worker ran, the worker's "
+                          f"{text}. The dataset draws with dataset.rng.random(), so rng must be a NumPy Generator: "
+                          "set get_worker_info().dataset.rng = np.random.default_rng(get_worker_info().seed) "
+                          "(np.random.seed returns None and seeds only the global generator).")
     if kind is _WorkerInitFailed:
         raise CheckFailed(f"in a 2-worker loader ({start_method}), seed_numpy_worker raised {text}")
-    raise CheckFailed(f"a 2-worker loader ({start_method}) with worker_init_fn=seed_numpy_worker failed: "
-                      f"{kind.__name__}: {text.splitlines()[-1] if text else ''}")
+    last = text.splitlines()[-1] if text else ""  # torch re-raises a worker's error with its traceback as text
+    shown = last if last.startswith(kind.__name__) else f"{kind.__name__}: {last}"
+    raise CheckFailed(f"a 2-worker loader ({start_method}) with worker_init_fn=seed_numpy_worker failed: {shown}")
 
 
 def _check_distinct(draws: dict[int, list], start_method: str) -> None:
@@ -384,13 +550,19 @@ def check_worker_init(fn: Any, start_method: str = "fork", seed: int = 0, n: int
                       other_seed: int | None = None) -> None:
     """A real 2-worker loader: workers draw differently, epochs differ, and the loader's seed repeats the draws.
 
-    Under spawn one epoch is run (spawned workers start slowly), after a quick
-    fork run: a mistake that shows under fork too is reported from there.
+    Under spawn one epoch is run (spawned workers start slowly), and what spawn's workers did is reported.
+    A quick fork run comes first only to catch the course's own version reached through a module (a spawned
+    worker imports a fresh copy of helpers, which the tripwire cannot reach); any other fork result is left
+    for the fork check to report.
     """
     _refuse_course_version(fn)
     if start_method == "spawn":
         handed = _for_spawn(fn)
-        _check_distinct(_run(fn, "fork", seed, n, data_seed, 1)[0], "fork")
+        try:
+            _run(fn, "fork", seed, n, data_seed, 1)
+        except CheckFailed as err:
+            if "write it yourself" in str(err):
+                raise
         _check_distinct(_run(handed, "spawn", seed, n, data_seed, 1)[0], "spawn")
         return
     first = _run(fn, start_method, seed, n, data_seed, 2)

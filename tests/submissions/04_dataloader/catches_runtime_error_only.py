@@ -10,7 +10,8 @@ def pick_num_workers(measure, counts, margin=0.1, repeats=3):
     for count in sorted(counts):
         try:
             medians[count] = statistics.median([measure(count) for _ in range(repeats)])
-        except RuntimeError:  # a dead worker; but "Too many open files" is an OSError
+        except RuntimeError as err:  # a dead worker; but "Too many open files" is an OSError
+            print(f"num_workers={count} skipped: {err}")
             continue
     if not medians:
         raise RuntimeError("no count could be measured")

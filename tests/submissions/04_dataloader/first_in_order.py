@@ -10,7 +10,8 @@ def pick_num_workers(measure, counts, margin=0.1, repeats=3):
     for count in counts:
         try:
             medians[count] = statistics.median([measure(count) for _ in range(repeats)])
-        except Exception:
+        except Exception as err:
+            print(f"num_workers={count} skipped: {err}")
             continue
     if not medians:
         raise RuntimeError("no count could be measured")

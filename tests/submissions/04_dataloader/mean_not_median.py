@@ -10,7 +10,8 @@ def pick_num_workers(measure, counts, margin=0.1, repeats=3):
     for count in sorted(counts):
         try:
             means[count] = statistics.mean([measure(count) for _ in range(repeats)])
-        except Exception:
+        except Exception as err:
+            print(f"num_workers={count} skipped: {err}")
             continue
     if not means:
         raise RuntimeError("no count could be measured")

@@ -7,7 +7,8 @@ def pick_num_workers(measure, counts, margin=0.1, repeats=3):
     for count in sorted(counts):
         try:
             rates[count] = measure(count)  # one measurement per count
-        except Exception:
+        except Exception as err:
+            print(f"num_workers={count} skipped: {err}")
             continue
     if not rates:
         raise RuntimeError("no count could be measured")

@@ -1,6 +1,6 @@
 # solution: loader-for
 # fails: loader-for-pin
-# says: not from torch.cuda.is_available()
+# says: pin follows the batches' device
 def loader_for(dataset, device, batch_size, num_workers, seed):
     """A shuffling DataLoader for batches bound for ``device``."""
     # the machine has a GPU, so pin: but the batches may be going to the CPU
