@@ -191,3 +191,30 @@ def test_solved_or_falls_back_to_the_course_version_only_when_the_exercise_is_no
     assert "`stub` is not written yet" in out and "course's version" in out and "course" in out
     assert solved_or(course, broken, 3) == ("course", 3)
     assert "`broken` raised ValueError: bad x" in capsys.readouterr().out
+
+
+def test_what_the_learner_writes_to_stderr_becomes_a_note_on_stdout(capsys):
+    """nbgrader scores 0 for a grade cell with stderr: print(file=sys.stderr) and a named logger with its own
+    handler (made before the call, so it holds the real stderr) cost nothing and are still shown."""
+    import logging
+    import sys
+
+    from helpers.checks import solved
+
+    logger = logging.getLogger("course-test-learner")
+    logger.addHandler(logging.StreamHandler(sys.stderr))
+    logger.propagate = False
+
+    def answer():
+        print("skipped 4: OSError", file=sys.stderr)
+        logger.warning("skipped 8: RuntimeError")
+        return 1
+
+    try:
+        assert solved(answer) == 1
+    finally:
+        logger.handlers.clear()
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "skipped 4: OSError" in captured.out and "skipped 8: RuntimeError" in captured.out
+    assert "costs no points" in captured.out

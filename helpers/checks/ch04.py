@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, get_worker_info
 
-from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
+from helpers.checks.core import CheckFailed, check, learner_logs, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine
 from helpers.ddp import PortableError, portable
@@ -205,41 +205,6 @@ class FakeMeasure:
                          for c, v in self.table.items())
 
 
-class _Keep(logging.Handler):
-    """A log handler that keeps its records (in ``self.records``) instead of writing them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@contextlib.contextmanager
-def _learner_logs() -> Iterator[list[logging.LogRecord]]:
-    """While the block runs, records that loggers with their own handlers would write (to stderr) are kept.
-
-    :func:`solved` keeps what reaches the root logger; a learner's named logger with a handler of its own
-    (``logging.getLogger("pick").addHandler(logging.StreamHandler())``) would still write to the stderr it
-    was given, and nbgrader scores 0 for a grade cell with stderr.
-    """
-    keep = _Keep()
-
-    def to_stderr(handler: logging.Handler) -> bool:  # what the cell's stderr would show; a log file is left alone
-        return isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) is sys.stderr
-
-    saved = {lg: lg.handlers[:] for lg in logging.Logger.manager.loggerDict.values()
-             if isinstance(lg, logging.Logger) and any(to_stderr(h) for h in lg.handlers)}
-    for lg, handlers in saved.items():
-        lg.handlers = [h for h in handlers if not to_stderr(h)] + [keep]
-    try:
-        yield keep.records
-    finally:
-        for lg, handlers in saved.items():
-            lg.handlers = handlers
-
-
 def _said(fn: Callable[..., Any], *args: Any) -> tuple[Any, str]:
     """``solved(fn, *args)`` and everything it said: printed, written to stderr, logged or warned.
 
@@ -249,7 +214,7 @@ def _said(fn: Callable[..., Any], *args: Any) -> tuple[Any, str]:
     """
     out, err = io.StringIO(), io.StringIO()
     try:
-        with _learner_logs() as records, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with learner_logs() as records, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             result = solved(fn, *args)
     finally:
         # a named logger's record also reaches the root logger, which solved() already turned into a note

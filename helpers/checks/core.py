@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import io
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,6 +32,7 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HELPERS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 __all__ = [
+    "learner_logs",
     "solved_or",
     "CheckFailed",
     "check",
@@ -162,30 +165,62 @@ def raised_by_learner(err: BaseException) -> bool:
     return code.co_code[tb.tb_lasti] == dis.opmap["RAISE_VARARGS"]
 
 
+class _Keep(logging.Handler):
+    """A log handler that keeps its records (in ``self.records``) instead of writing them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def learner_logs() -> Iterator[list[logging.LogRecord]]:
+    """While the block runs, records that loggers with their own handlers would write (to stderr) are kept.
+
+    A learner's named logger with a handler of its own
+    (``logging.getLogger("pick").addHandler(logging.StreamHandler())``) writes to the stderr it was given
+    when it was made, past any redirection, and nbgrader scores 0 for a grade cell with stderr.
+    """
+    keep = _Keep()
+
+    def to_stderr(handler: logging.Handler) -> bool:  # what the cell's stderr would show; a log file is left alone
+        return isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) is sys.stderr
+
+    saved = {lg: lg.handlers[:] for lg in logging.Logger.manager.loggerDict.values()
+             if isinstance(lg, logging.Logger) and any(to_stderr(h) for h in lg.handlers)}
+    for lg, handlers in saved.items():
+        lg.handlers = [h for h in handlers if not to_stderr(h)] + [keep]
+    try:
+        yield keep.records
+    finally:
+        for lg, handlers in saved.items():
+            lg.handlers = handlers
+
+
 @contextlib.contextmanager
 def warnings_as_notes() -> Iterator[None]:
-    """Warnings and log records raised inside the block are printed to stdout as notes afterwards.
+    """Warnings, log records and stderr output inside the block are printed to stdout as notes afterwards.
 
     nbgrader scores 0 for a grade cell that writes anything to stderr, even when
     every check passed: a correct answer's warning must cost nothing, and the
     learner still sees it. A warning filter set to "error" keeps raising.
     """
-    records: list[logging.LogRecord] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-
+    keep = _Keep()
     root = logging.getLogger()
     saved_handlers = root.handlers[:]
-    root.handlers = [Keep()]
+    root.handlers = [keep]
+    stderr = io.StringIO()
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with learner_logs() as named, contextlib.redirect_stderr(stderr), warnings.catch_warnings(record=True) as caught:
             yield
     finally:
         root.handlers = saved_handlers
         notes = [f"{w.category.__name__}: {w.message}" for w in caught]
-        notes += [f"log {r.levelname}: {r.getMessage()}" for r in records]
+        notes += [f"log {r.levelname}: {r.getMessage()}" for r in [*keep.records, *named]]
+        notes += [f"stderr: {line}" for line in stderr.getvalue().splitlines() if line.strip()]
         for note in dict.fromkeys(notes):  # once each, in order
             print(f"note (costs no points) — your code warned: {note if len(note) <= 300 else note[:297] + '...'}")
 
