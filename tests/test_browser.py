@@ -6,7 +6,9 @@ On the scratch shared machine of tests/shared_machine.py (02_devices released to
    shows the Nbgrader menu with the Assignment List only, no Create Assignment panel, no news question;
 2. Assignments tab: Fetch 02_devices; the learner's answers are written into the fetched notebook (as
    typing them would); the notebook is opened from the list, run (Run All Cells, on the CPU:
-   COURSE_DEVICE=cpu), saved; Validate says every test passes; Submit from the Assignments tab;
+   COURSE_DEVICE=cpu), saved; Validate says every test passes; Submit from the Assignments tab; a copy of
+   the notebook as fetched, with nothing solved, is run too: Run All reaches the end, the failing checks
+   being the cells the release tagged raises-exception;
 3. the instructor collects and grades (`nbgrader collect`, `python -m course_tools grade`), opens the
    instructor view (.jupyter/instructor: Create Assignment and Formgrader are there) and formgrader's
    Manage Students page shows the learner's full score.
@@ -126,7 +128,10 @@ def no_news_question(page):
     assert page.get_by_text("official Jupyter news").count() == 0, "JupyterLab asks to fetch news from the internet"
 
 
-PROMPTS = "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')].map(e => e.textContent)"
+# the notebook on show: with several open, the others are hidden (lm-mod-hidden)
+SHOWN = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+PROMPTS = ("() => [...document.querySelectorAll('" + SHOWN + " .jp-CodeCell .jp-InputPrompt')]"
+           ".map(e => e.textContent)")
 
 
 def run_all_and_save(page):
@@ -134,7 +139,7 @@ def run_all_and_save(page):
     # the kernel is connected and idle (status bar "Python 3 (ipykernel) | Idle"); before that Run All does nothing
     page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"Python 3.* \| Idle")).wait_for(
         timeout=SERVER_START_S * 1000)
-    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").first.click()
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_text("Run All Cells", exact=True).click()
     deadline = time.monotonic() + NOTEBOOK_RUN_MS / 1000
@@ -147,6 +152,17 @@ def run_all_and_save(page):
     page.keyboard.press("Control+s")
     page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
                            timeout=30_000)
+
+
+def assert_ran_to_the_end(notebook: Path):
+    """Every code cell ran; the errors are only where a blank exercise makes them, in cells the release tagged
+    raises-exception (JupyterLab's Run All goes on past those); and there are such errors."""
+    nb = nbformat.read(str(notebook), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count for c in code), "Run All stopped: the saved notebook has cells that did not run"
+    failing = [c for c in code if any(o.output_type == "error" for o in c.outputs)]
+    untagged = [c.source.splitlines()[0] for c in failing if "raises-exception" not in c.metadata.get("tags", [])]
+    assert failing and not untagged, f"cells that failed with the exercises blank, untagged: {untagged}"
 
 
 def assert_ran_without_error(notebook: Path):
@@ -189,6 +205,8 @@ def learner_fetches_runs_validates_submits(page, base, machine, shots):
     fetched = page.locator("#fetched_assignments_list")
     fetched.locator("a.assignment-notebooks-link").wait_for()
     shots(page, "fetched")
+    blank = machine.learner_home / "blank-run.ipynb"  # the chapter as fetched, run at the end with nothing solved
+    shutil.copy(machine.fetched(), blank)
     assert solve(machine.fetched(), machine.chapter) > 0
 
     fetched.locator("a.assignment-notebooks-link").click()
@@ -208,6 +226,11 @@ def learner_fetches_runs_validates_submits(page, base, machine, shots):
     page.locator("#submitted_assignments_list .list_item").first.wait_for()
     no_news_question(page)
     shots(page, "submitted")
+
+    page.goto(f"{base}/lab/tree/{blank.name}")  # a learner who has not started: Run All still reaches the end
+    run_all_and_save(page)
+    shots(page, "ran-blank")
+    assert_ran_to_the_end(blank)
 
 
 def instructor_sees_the_grade(page, base, machine, shots):
