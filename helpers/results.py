@@ -264,9 +264,23 @@ def _text(chapter: str, keys: list[str], mine: dict[str, Any], mine_label: str, 
     return "\n".join(lines).lstrip("\n")
 
 
+#: Chapter -> the figures whose cell printed the "nothing stored" paragraph in this process (see :func:`show`).
+_TOLD_NOTHING_STORED: dict[str, tuple[str, ...]] = {}
+
+
 def show(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
          mine_label: str = "this machine", root: Path | None = None) -> list[StoredResults]:
-    """Print :func:`report` and return the stored runs it used (empty when none is stored)."""
+    """Print :func:`report` and return the stored runs it used (empty when none is stored).
+
+    With nothing stored, the paragraph that says why is printed once per chapter; a later cell of the same
+    chapter says so in one line (a learner reading eight copies of one paragraph learns nothing from the
+    eighth).
+    """
     runs = _runs_for(chapter, keys, mine, root)
+    if not runs and _TOLD_NOTHING_STORED.get(chapter, tuple(keys)) != tuple(keys):
+        print(f"No stored GPU result for {chapter} here either (see above).")
+        return runs
+    if not runs:  # the cell that told (run again, it replaces its own output) tells again
+        _TOLD_NOTHING_STORED[chapter] = tuple(keys)
     print(_text(chapter, keys, mine or {}, mine_label, runs))
     return runs

@@ -153,3 +153,19 @@ def test_no_chapter_types_a_speed_or_bandwidth_into_its_text():
             if cell.cell_type == "markdown":
                 found += [f"{path.stem} cell {i}: {m.group(0)!r}" for m in TYPED_GPU_NUMBER.finditer(cell.source)]
     assert not found, "a figure typed into the text instead of measured or stored: " + "; ".join(found)
+
+
+def test_with_nothing_stored_the_why_is_printed_once_per_chapter(tmp_path, capsys, monkeypatch):
+    """...except by the cell that printed it, run again (its new output replaces the paragraph)."""
+    monkeypatch.setattr(results, "_TOLD_NOTHING_STORED", {})
+    assert results.show("05_mixed_precision", ["step_fp32"], root=tmp_path) == []
+    for _ in range(2):
+        assert results.show("05_mixed_precision", ["peak_bf16"], root=tmp_path) == []
+    results.show("03_memory", ["oom_message"], root=tmp_path)
+    results.show("05_mixed_precision", ["step_fp32"], root=tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    told = "`make gpu-check` has not been run"
+    assert out[0].startswith("No stored GPU result for 05_mixed_precision: " + told)
+    assert out[1:3] == ["No stored GPU result for 05_mixed_precision here either (see above)."] * 2
+    assert out[3].startswith("No stored GPU result for 03_memory: " + told)
+    assert out[4].startswith("No stored GPU result for 05_mixed_precision: " + told)
