@@ -138,8 +138,10 @@ def to_device(batch: Any, device: str | torch.device, non_blocking: bool | None 
     Handles tensors inside dicts, lists, tuples, named tuples and dataclasses,
     at any depth; everything else is returned as it is. ``non_blocking``
     defaults to True only where it helps and is safe: a copy from pinned CPU
-    memory to CUDA, which can then overlap with compute (later GPU work waits
-    for it by itself). Passing ``non_blocking=True`` for a copy *to the CPU*
+    memory to CUDA. It frees the host: Python goes on queueing work while the
+    copy runs. On one stream the copy is still ordered before the next kernel
+    (later GPU work waits for it by itself); overlapping the copy with compute
+    also needs a second stream (pytorch/tutorials, ``pinmem_nonblock``). Passing ``non_blocking=True`` for a copy *to the CPU*
     (from CUDA or MPS) makes it asynchronous too: call :func:`synchronize`
     before reading the result.
     """

@@ -250,14 +250,15 @@ def cuda_assert_in_subprocess(blocking: bool = True, timeout: float = 120.0) -> 
 # --------------------------------------------------------------------------- out of memory
 
 #: The shape of torch's CUDA out-of-memory message (recent versions), with placeholders for its
-#: numbers: this is the format torch prints, no number in it was measured.
+#: numbers: this is the format torch prints, no number in it was measured. Its text and link are those in
+#: libc10_cuda.so of torch 2.11+cu130 (the floor), read with `strings`.
 OOM_FORMAT = (
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate <A MiB>. GPU 0 has a total capacity of "
     "<T GiB> of which <F MiB> is free. Including non-PyTorch memory, this process has <P GiB> memory in use. "
     "Of the allocated memory <X GiB> is allocated by PyTorch, and <R MiB> is reserved by PyTorch but "
     "unallocated. If reserved but unallocated memory is large try setting "
     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
-    "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    "Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
 )
 
 _OOM_MEANINGS = [
@@ -267,8 +268,8 @@ _OOM_MEANINGS = [
     ("this process has", "everything this process holds: tensors, the allocator's cache and the CUDA context"),
     ("allocated by PyTorch", "live tensors (torch.cuda.memory_allocated) and the allocator's unused cache "
                              "(reserved - allocated): a large cache means fragmentation"),
-    ("expandable_segments", "the fix for fragmentation: set PYTORCH_CUDA_ALLOC_CONF before CUDA starts "
-                            "(newer torch reads PYTORCH_ALLOC_CONF)"),
+    ("expandable_segments", "the fix for fragmentation: set PYTORCH_ALLOC_CONF (or the older name the "
+                            "message uses, PYTORCH_CUDA_ALLOC_CONF: torch reads both) before CUDA starts"),
     ("See documentation", "the allocator's settings, documented"),
     ("CUDA out of memory", "the exception: torch.OutOfMemoryError, a RuntimeError you can catch"),
 ]
