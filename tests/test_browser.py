@@ -227,7 +227,13 @@ def learner_fetches_runs_validates_submits(page, base, machine, shots):
     no_news_question(page)
     shots(page, "submitted")
 
-    page.goto(f"{base}/lab/tree/{blank.name}")  # a learner who has not started: Run All still reaches the end
+    # a learner who has not started: Run All still reaches the end. Opened from the file browser, not by
+    # loading /lab/tree/<file>: that reload restores the workspace too, and on a loaded machine JupyterLab
+    # then started two kernels for the notebook, shut one down and stayed connected to it ("No Kernel").
+    page.locator(".jp-BreadCrumbs-home").first.click()
+    page.locator(".jp-DirListing-item", has_text=blank.name).dblclick()
+    page.locator(".lm-TabBar-tab.jp-mod-current", has_text=blank.name).wait_for(timeout=30_000)
+    page.locator(".jp-StatusBar-Widget", has_text=blank.name).first.wait_for(timeout=30_000)
     run_all_and_save(page)
     shots(page, "ran-blank")
     assert_ran_to_the_end(blank)
