@@ -15,7 +15,6 @@ import contextlib
 import gc
 import importlib
 import io
-import logging
 import os
 import re
 import statistics
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, get_worker_info
 
-from helpers.checks.core import CheckFailed, check, learner_logs, solved, warnings_dropped
+from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine
 from helpers.ddp import PortableError, portable
@@ -209,21 +208,16 @@ def _said(fn: Callable[..., Any], *args: Any) -> tuple[Any, str]:
     """``solved(fn, *args)`` and everything it said: printed, written to stderr, logged or warned.
 
     The task asks for a line about each skipped count; a learner may print it, write it to stderr, log it or
-    warn it, and each is right. Whatever went to stderr is shown on stdout as a note instead (nbgrader scores 0
-    for a grade cell that writes to stderr); warnings and log records become notes through :func:`solved`.
+    warn it, and each is right. :func:`solved` already turns stderr, log records and warnings into notes on
+    stdout (nbgrader scores 0 for a grade cell that writes to stderr), so stdout holds all of it.
     """
-    out, err = io.StringIO(), io.StringIO()
+    out = io.StringIO()
     try:
-        with learner_logs() as records, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out):
             result = solved(fn, *args)
     finally:
-        # a named logger's record also reaches the root logger, which solved() already turned into a note
-        logged = [f"log {r.levelname}: {r.getMessage()}" for r in records if r.getMessage() not in out.getvalue()]
         print(out.getvalue(), end="")
-        for line in [*err.getvalue().splitlines(), *logged]:
-            if line.strip():
-                print(f"note (costs no points) \u2014 your code wrote to stderr: {line[:300]}")
-    return result, "\n".join([out.getvalue(), err.getvalue(), *logged])
+    return result, out.getvalue()
 
 
 def _mentions(text: str, count: int, error: BaseException) -> bool:
