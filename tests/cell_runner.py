@@ -23,7 +23,6 @@ import os
 import signal
 import sys
 import time
-import timeit
 import warnings
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -35,13 +34,9 @@ import torch  # noqa: E402
 CELL_TIMEOUT_S = int(os.environ.get("COURSE_CELL_TIMEOUT", "120"))
 CELL_WALL_S = 10 * CELL_TIMEOUT_S
 
-#: Modules whose public functions and classes a check may patch; each must be back after every run.
-WATCHED_MODULES = ["torch", "torch.cuda", "torch.mps", "torch.backends.cuda", "torch.backends.mps",
-                   "torch.accelerator", "torch.amp", "torch.nn.functional", "torch.utils.data", "time", "timeit",
-                   "statistics", "torch.distributed"]
-#: Classes whose methods a check may patch (GradScaler spies, optimizer hooks, pinned batches).
-WATCHED_CLASSES = [("torch.amp", "GradScaler"), ("torch.optim", "Optimizer"), ("torch.nn", "Module"),
-                   ("torch", "Tensor"), ("torch.utils.data", "DataLoader")]
+#: The surface a check may patch and must put back (and a learner's function may not replace while a check
+#: runs): the one list, in course_tools/grading/verdict.py, which the grader's verdict worker guards.
+from course_tools.grading.verdict import prepare, watched_attributes  # noqa: E402
 
 
 class CellTimeout(BaseException):
@@ -64,25 +59,7 @@ def _limit_cell(on: bool) -> None:
 
 def _attributes() -> dict[tuple[str, str], object]:
     """Every watched attribute, and every function of every loaded helpers module."""
-    found: dict[tuple[str, str], object] = {}
-    for name in WATCHED_MODULES:
-        module = sys.modules.get(name)
-        for attr in dir(module) if module is not None else ():
-            if not attr.startswith("__"):
-                value = getattr(module, attr, None)
-                if callable(value):
-                    found[(name, attr)] = value
-    for module_name, cls_name in WATCHED_CLASSES:
-        cls = getattr(sys.modules.get(module_name), cls_name, None)
-        for attr, value in (vars(cls).items() if cls is not None else ()):
-            if callable(value):
-                found[(f"{module_name}.{cls_name}", attr)] = value
-    for name, module in list(sys.modules.items()):
-        if name == "helpers" or name.startswith("helpers."):
-            for attr, value in list(vars(module).items()):
-                if callable(value) and not attr.startswith("__"):
-                    found[(name, attr)] = value
-    return found
+    return watched_attributes()
 
 
 def _settings() -> dict[str, object]:
@@ -178,7 +155,7 @@ def main(job_path: str, results_path: str) -> None:
     job = json.loads(open(job_path).read())
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.signal(signal.SIGPROF, _on_cpu_limit)
-    _restore_settings(_settings())  # the first call of some setters replaces torch attributes lazily: do it now
+    prepare()  # torch's lazy self-patching (the first call of some setters, importing dynamo) happens now
     for module in job.get("preload", []):
         importlib.import_module(module)
     with open(results_path, "a") as out:
@@ -191,5 +168,4 @@ def main(job_path: str, results_path: str) -> None:
 
 
 if __name__ == "__main__":
-    _ = timeit  # watched module: imported so its attributes are in the snapshot
     main(sys.argv[1], sys.argv[2])

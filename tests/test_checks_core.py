@@ -218,3 +218,48 @@ def test_what_the_learner_writes_to_stderr_becomes_a_note_on_stdout(capsys):
     assert captured.err == ""
     assert "skipped 4: OSError" in captured.out and "skipped 8: RuntimeError" in captured.out
     assert "costs no points" in captured.out
+
+
+class _AlwaysEqual(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+class _Agreeable:
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("answer", [_AlwaysEqual(0), [1, {"n": _AlwaysEqual(2)}], _Agreeable(), (_Agreeable(),)],
+                         ids=["int-subclass", "nested", "any-object", "in-a-tuple"])
+def test_an_answer_that_judges_comparisons_itself_fails_and_says_why(answer):
+    with pytest.raises(CheckFailed, match="defines __eq__.*answer a check's comparison for itself"):
+        solved(lambda: answer)
+
+
+def test_plain_answers_pass_through_solved_unchanged():
+    import collections
+
+    import torch
+
+    Pair = collections.namedtuple("Pair", "inputs target")  # a learner's own named tuple defines no comparison
+    for answer in [3, 2.5, "cuda:0", None, torch.ones(2), torch.nn.Parameter(torch.ones(1)), torch.nn.Linear(2, 2),
+                   Pair(torch.ones(1), [1, 2]), {"x": [torch.zeros(1)]}, torch.max(torch.ones(3), 0)]:
+        assert solved(lambda: answer) is answer
+
+
+def test_a_stand_in_the_learner_replaces_while_the_check_watches_fails_the_check_and_is_put_back():
+    import torch
+
+    from helpers.checks import record_calls
+
+    original = torch.cuda.synchronize
+    with pytest.raises(CheckFailed, match="replaced torch.cuda.synchronize"):
+        with record_calls({"sync": (torch.cuda, "synchronize")}):
+            torch.cuda.synchronize = lambda *a: None  # calls would go unseen
+    assert torch.cuda.synchronize is original
+    with record_calls({"sync": (torch.cuda, "synchronize")}) as log:  # honest: the spy stays, nothing fails
+        torch.cuda.synchronize
+    assert log.count("sync") == 0

@@ -12,14 +12,53 @@ import shutil
 import subprocess
 import sys
 
+from pathlib import Path
+
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+
+ROOT_SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
 from course import chapters, grade_cells, load, nbgrader_meta, run_graded_cells, solution_path, submissions
 
 
 MISTAKES = ("mistakes", "mistakes2")
+
+#: Every callable of every loaded check module replaced by a no-op (issue 24's attack on 02_devices).
+PATCH_CHECKS = """import sys
+import helpers.checks
+for _name, _module in list(sys.modules.items()):
+    if _name.startswith("helpers.checks"):
+        for _attr in dir(_module):
+            if callable(getattr(_module, _attr)) and not _attr.startswith("__") and _attr != "CheckFailed":
+                setattr(_module, _attr, lambda *a, **k: None)
+"""
+#: torch's comparisons always agree, and IPython shows no traceback (issue 24's attempt on 05).
+PATCH_TORCH = """import torch
+torch.testing.assert_close = lambda *a, **k: None
+torch.allclose = torch.equal = lambda *a, **k: True
+get_ipython().showtraceback = lambda *a, **k: None
+"""
+ALWAYS_EQUAL = """class Yes(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+
+def count_parameters(model):
+    return Yes(0)
+"""
+#: Student "tamper": chapter -> (solution grade_id, a wrong answer with a trick, the same answer without it).
+#: The trick may earn nothing: nbgrader must take exactly the points the honest wrong answer loses in process.
+TAMPERING = {
+    "00_start": ("count-parameters", ALWAYS_EQUAL, "def count_parameters(model):\n    return 0\n"),
+    "02_devices": ("choose-device", PATCH_CHECKS + "import torch\n\ndef choose_device(requested=None):\n"
+                   "    return torch.device('cpu')\n", "import torch\n\ndef choose_device(requested=None):\n"
+                   "    return torch.device('cpu')\n"),
+    "05_mixed_precision": ("amp-train-step", PATCH_TORCH + "\n".join(
+        (ROOT_SUBMISSIONS / "05_mixed_precision" / "no_autocast.py").read_text().splitlines()[4:]),
+        "\n".join((ROOT_SUBMISSIONS / "05_mixed_precision" / "no_autocast.py").read_text().splitlines()[4:])),
+}
 
 
 def mistakes_for(chapter, student="mistakes"):
@@ -72,6 +111,12 @@ def _autograde(course, chapter):
     for student in MISTAKES:
         nbformat.write(_mistakes_notebook(released, chapter, student),
                        str(course / "submitted" / student / chapter / f"{chapter}.ipynb"))
+    if chapter in TAMPERING:
+        grade_id, trick, _ = TAMPERING[chapter]
+        nb = load(solution_path(chapter))  # the other exercises solved, as the in-process oracle has them
+        next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id).source = trick
+        (course / "submitted" / "tamper" / chapter).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(course / "submitted" / "tamper" / chapter / f"{chapter}.ipynb"))
     proc = subprocess.run(
         [sys.executable, "-m", "nbgrader", "autograde", chapter, "--force", "--create", "--log-level=WARN",
          f"--CourseDirectory.root={course}"],
@@ -109,6 +154,20 @@ def check_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded
     assert {g for g, r in in_process.items() if not r.passed} == lost, (
         f"{chapter}: the in-process runner and nbgrader disagree on which checks fail"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", sorted(TAMPERING))
+def test_tampering_earns_nothing_beyond_the_honest_wrong_answer(graded, chapter):
+    """The trick that earned points while checks ran in the kernel earns none now (issue 24)."""
+    grade_id, _, honest = TAMPERING[chapter]
+    with Gradebook(f"sqlite:///{graded(chapter) / 'gradebook.db'}") as gb:
+        scores = _cell_scores(gb, chapter, "tamper")
+    lost = {gid for gid, (score, maximum) in scores.items() if score != maximum}
+    in_process = run_graded_cells(load(solution_path(chapter)), {grade_id: honest})
+    honest_lost = {g for g, r in in_process.items() if not r.passed}
+    assert honest_lost, f"{chapter}: the honest wrong answer loses nothing, so this case proves nothing"
+    assert lost == honest_lost, f"{chapter}: tampering changed the verdict: lost {sorted(lost)}, honest {sorted(honest_lost)}"
 
 
 @pytest.mark.slow

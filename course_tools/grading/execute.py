@@ -13,6 +13,9 @@
   (``reference.reference_costs``): where the reference needs more, the notebook
   is graded again with ``cpu_factor`` times the reference's cost; otherwise its
   message says what the answer used against what the reference uses;
+- grade cells decided apart (``verdict.py``): the kernel hands over only the definitions a grade cell
+  reads; a worker the learner's cells never ran in runs the cell and reports, so what those cells
+  changed in their own process cannot turn a wrong answer into points;
 - recovery from a *fatal* cell: one that kills the kernel (``os._exit``, a
   signal, a segfault) or ignores the interrupt at its time limit. The run
   starts again with a fresh kernel from the first cell, that cell blanked and
@@ -36,11 +39,14 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
 from course_tools.grading.limits import OUTPUT_CUT_MARK, CappedKernelManager, GradingLimits
+from course_tools.grading.verdict import VerdictWorker, WorkerGone, export_code, free_names
 from course_tools.grading.watchdog import CellWatch, Stop
 
 __all__ = ["LimitedExecute", "FATAL_ENAMES", "KERNEL_DIED", "INTERRUPT_IGNORED"]
 
 KERNEL_DIED = "KernelDiedInThisCell"
+#: the ename of a grade cell whose check found the grader's surface replaced (verdict.Guard)
+TAMPERED = "GraderReplaced"
 INTERRUPT_IGNORED = "InterruptIgnored"
 FATAL_ENAMES = (KERNEL_DIED, INTERRUPT_IGNORED)
 #: Fatal cells recovered from in one notebook before the rest is given up (each costs a kernel start and a replay).
@@ -106,6 +112,7 @@ class LimitedExecute(Execute):
         self._budget: dict[str, float] = {}  # grade_id -> a CPU budget raised for this machine's reference
         self._reference: dict[str, float] | None = None
         self._where: dict = {}
+        self._worker: VerdictWorker | None = None
         self.shutdown_kernel = "immediate"  # nothing to save in a grading kernel; a hung one must not wait
 
     def create_kernel_manager(self):
@@ -189,6 +196,8 @@ class LimitedExecute(Execute):
                 if len(self._fatal) >= MAX_FATAL:
                     raise RuntimeError(f"{MAX_FATAL} cells killed the kernel or ignored the interrupt; gave up") from fatal
                 continue
+            finally:
+                self._close_worker()  # a fresh worker for each run, as the kernel is fresh
             nb.cells[:] = result[0].cells
             nb.metadata = result[0].metadata
             return nb, result[1]
@@ -199,6 +208,74 @@ class LimitedExecute(Execute):
             cell.outputs = [new_output("error", ename=fatal.ename, evalue=fatal.why,
                                        traceback=[f"{fatal.ename}: {fatal.why}"])]
             return cell, resources
+        if is_grade_cell(cell) and self.limits.verdict_apart:
+            return self._judge_apart(cell, resources, index)
+        return self._in_kernel(cell, resources, index)
+
+    # --- grade cells, decided apart (verdict.py) ---------------------------------------------------------
+    def _close_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def _verdict_worker(self) -> VerdictWorker:
+        if self._worker is None or not self._worker.alive():
+            self._close_worker()
+            root = str(Path(self.config.get("CourseDirectory", {}).get("root") or os.getcwd()))
+            self._worker = VerdictWorker(sandbox=self.limits.sandbox, course_root=root,
+                                         memory_mb=self.limits.memory_mb).start()
+        return self._worker
+
+    def _export(self, cell, resources, index) -> tuple[bytes | None, list]:
+        """The definitions the grade cell reads, from the learner's kernel; or the error outputs of trying."""
+        import tempfile
+
+        names = free_names(cell.source)
+        scratch = getattr(self.km, "scratch", "")  # the sandbox: the kernel's work folder, the same path inside
+        folder = Path(scratch) / "work" if scratch else Path(tempfile.gettempdir())
+        path = folder / f".grader-export-{os.getpid()}-{index}-{os.urandom(4).hex()}.pkl"
+        asking = nbformat_cell(export_code(str(path), names))
+        try:
+            asked, _ = self._in_kernel(asking, resources, index)
+        finally:
+            self.nb.cells[index] = cell  # nbclient puts the cell it ran in the notebook: the grade cell stays
+        try:
+            errors = [o for o in asked.outputs if o.get("output_type") == "error"]
+            if errors:
+                return None, errors
+            try:
+                return path.read_bytes(), []
+            except OSError as err:
+                why = f"the grader could not read your definitions back from the kernel ({err})"
+                return None, [new_output("error", ename="RuntimeError", evalue=why, traceback=[why])]
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _judge_apart(self, cell, resources, index):
+        """Run a grade cell in the verdict worker on the definitions the learner's kernel hands over."""
+        blob, errors = self._export(cell, resources, index)
+        if blob is None:
+            cell.outputs = errors
+            return cell, resources
+        try:
+            worker = self._verdict_worker()
+        except WorkerGone as err:
+            raise RuntimeError(str(err)) from None
+        cap = self.limits.output_kb * 1024 if self.limits.output_kb > 0 else 1 << 30
+        watch = CellWatch(worker.pid, self._cpu_budget(cell), self.limits.stall, self.limits.interrupt_grace,
+                          on_stop=worker.stop_leftovers)
+        with watch:
+            report = worker.judge(cell.source, blob, cap)
+        self.grade_cell_cpu[_grade_id(cell)] = round(watch.cpu_s, 3)
+        cell.outputs = _outputs(report, worker, cap)
+        if report is None:
+            self._close_worker()
+        if watch.stop is not None:
+            self._mark_stopped(cell, watch.stop)
+        return cell, resources
+
+    # --- every other cell, in the learner's kernel ------------------------------------------------------
+    def _in_kernel(self, cell, resources, index):
         pid = self._kernel_pid()
         watch = CellWatch(pid, self._cpu_budget(cell), self.limits.stall, self.limits.interrupt_grace) if (
             pid is not None and cell.get("cell_type") == "code") else None
@@ -255,6 +332,44 @@ class LimitedExecute(Execute):
             outs.append(note)
             return note
         return None
+
+
+def nbformat_cell(source: str):
+    from nbformat.v4 import new_code_cell
+
+    return new_code_cell(source)
+
+
+def _error(ename: str, why: str) -> dict:
+    return new_output("error", ename=ename, evalue=why, traceback=[f"{ename}: {why}"])
+
+
+def _outputs(report: dict | None, worker: VerdictWorker, cap: int) -> list:
+    """A grade cell's outputs from the worker's report: what it printed, and its error if it failed."""
+    if report is None:
+        return [_error(KERNEL_DIED, "the process running this check died (your code stopped it, or a crash) "
+                                    f"before it finished; this check scores 0 and the rest was graded. "
+                                    f"{worker.log_tail(200)}".strip())]
+    outputs = [new_output("stream", name=name, text=report[name]) for name in ("stdout", "stderr") if report[name]]
+    if report.get("cut"):
+        outputs.append(new_output("display_data", data={"text/plain": f"{OUTPUT_CUT_MARK}: this cell printed more "
+                                                                      f"than {cap // 1024} KiB; the rest is not kept]"}))
+    result = report.get("result")
+    if result is None:
+        how = f"signal {report['signal']}" if report.get("signal") else f"exit code {report.get('exit')}"
+        outputs.append(_error(KERNEL_DIED, f"the process running this check ended ({how}) before the check "
+                                           "finished (os._exit, sys.exit, a signal or a crash); this check scores 0 "
+                                           "and the rest was graded"))
+    elif result.get("tampered"):
+        replaced = ", ".join(result["tampered"][:6]) + (" ..." if len(result["tampered"]) > 6 else "")
+        outputs.append(_error(TAMPERED, f"while this check ran, your code replaced part of the grader ({replaced}); "
+                                        "this check scores 0. A check judges what your functions return and do: "
+                                        "leave the course's checks, torch and Python's own modules as they are"))
+    elif result.get("error"):
+        err = result["error"]
+        outputs.append(new_output("error", ename=err["ename"], evalue=err["evalue"][:cap],
+                                  traceback=[line[:cap] for line in err["traceback"]]))
+    return outputs
 
 
 def measure_reference(root: Path, assignment: str, notebook: str) -> dict[str, float]:

@@ -91,6 +91,11 @@ class GradingLimits(Configurable):
     interrupt_grace = Float(
         10, help="Seconds an interrupted cell has to stop before its kernel and every process under it are killed."
     ).tag(config=True)
+    verdict_apart = Bool(
+        True, help="Decide each grade cell in a process the learner's code never ran in "
+                   "(course_tools/grading/verdict.py); False runs checks in the learner's kernel, where the "
+                   "learner's code can change what they do."
+    ).tag(config=True)
     sandbox = Bool(
         True, help="Run the learner's kernel in the bubblewrap sandbox (course_tools/grading/sandbox.py); grading "
                    "stops with a message where none is available. False only where every submission is trusted."

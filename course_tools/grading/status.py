@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import ClearHiddenTests
 
-from course_tools.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED, STALLED
+from course_tools.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED, STALLED, TAMPERED
 
 __all__ = [
     "STATUSES",
@@ -190,6 +190,9 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     # nbgrader's "Attribute 'points' ... has changed" is no evidence: it also fires for every learner after the
     # instructor changed a check's points, and nbgrader puts the gradebook's points back either way.
     tampered = list(ev.tampered)
+    replaced = _cells_with(ev, TAMPERED)
+    if replaced:
+        tampered.append(f"the learner's code replaced part of the grader while {replaced} ran (scored 0)")
     if tampered:
         status = status or "tampered"
         notes.extend(tampered)

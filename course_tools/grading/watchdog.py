@@ -72,10 +72,13 @@ class CellWatch:
 
     ``pid`` is the kernel's process as launched (under the sandbox, bubblewrap around the kernel): every
     process below it is the learner's. ``cpu_budget`` None means no CPU limit (a calibration run).
+    ``on_stop``, where given, is called instead of the interrupt: a verdict worker's cell runs in a
+    disposable process (``verdict.py``), which is simply killed.
     """
 
-    def __init__(self, pid: int, cpu_budget: float | None, stall: float, grace: float):
+    def __init__(self, pid: int, cpu_budget: float | None, stall: float, grace: float, on_stop=None):
         self.pid, self.cpu_budget, self.stall, self.grace = pid, cpu_budget, stall, grace
+        self.on_stop = on_stop
         self.stop: Stop | None = None
         self.cpu_s = self.wall_s = 0.0
         self._done = threading.Event()
@@ -111,6 +114,9 @@ class CellWatch:
 
     def _interrupt(self, reason: str) -> None:
         self.stop = Stop(reason, self.cpu_s, self.wall_s)
+        if self.on_stop is not None:
+            self.stop.killed = True
+            return self.on_stop()
         self._signal(signal.SIGINT)
         if not self._done.wait(self.grace):
             self.stop.killed = True

@@ -241,6 +241,45 @@ def warnings_dropped() -> Iterator[None]:
         yield
 
 
+#: Dunders through which a returned object could answer a comparison, a conversion or a type test for itself.
+_SELF_JUDGING = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__",
+                           "__int__", "__float__", "__index__", "__complex__", "__abs__", "__round__", "__class__",
+                           "__getattribute__", "__torch_function__", "__torch_dispatch__",
+                           "__array__", "__instancecheck__", "__subclasscheck__"})
+#: Packages whose classes a learner's function may return as they are (torch's tensors and containers...).
+_TRUSTED_ROOTS = frozenset({"builtins", "torch", "helpers", "numpy", "collections", "enum", "typing", "abc",
+                            "types", "functools", "decimal", "fractions"})
+
+
+def _self_judging(value: Any, depth: int = 0, budget: list[int] | None = None) -> str:
+    """What in ``value`` would decide a check's comparison itself ("" for nothing): an object of a class the
+    learner wrote that defines ``__eq__``, ``__bool__``, ``__class__``... (an ``int`` whose ``==`` is always
+    True), at any depth of the lists, tuples and dicts returned."""
+    budget = budget if budget is not None else [2000]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 6:
+        return ""
+    kind = type(value)
+    for cls in (*kind.__mro__, type(kind)):
+        root = (getattr(cls, "__module__", None) or "").split(".")[0]
+        if cls is object or root in _TRUSTED_ROOTS:
+            continue
+        defined = sorted(_SELF_JUDGING & set(vars(cls)))
+        if defined:
+            return f"a {kind.__name__} (its class {cls.__name__} defines {', '.join(defined)})"
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+    else:
+        return ""
+    for item in items:
+        found = _self_judging(item, depth + 1, budget)
+        if found:
+            return found
+    return ""
+
+
 def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the learner's ``fn``; an unsolved stub fails with a message naming the exercise.
 
@@ -251,12 +290,13 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     error the learner raised themselves is left as it is. While ``fn`` runs, the
     course's own implementation of the exercise is a tripwire
     (:mod:`helpers.checks.delegation`): calling it fails the check. Warnings and
-    log records become notes on stdout (:func:`warnings_as_notes`).
+    log records become notes on stdout (:func:`warnings_as_notes`). What it returns may not judge a
+    comparison itself (:func:`_self_judging`): an ``int`` whose ``==`` is always True fails here.
     """
     name = getattr(fn, "__name__", repr(fn))
     try:
         with warnings_as_notes(), forbid_course_versions(name, namespaces=[getattr(fn, "__globals__", {})]):
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
     except NotImplementedError as err:
         if err.args:  # torch raises NotImplementedError("...") for real errors; the stub raises it bare
             raise
@@ -271,6 +311,12 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if meaning is None:
             raise
         raise CheckFailed(f"`{name}` raised {type(err).__name__}: {err} This means {meaning}") from None
+    disguised = _self_judging(result)
+    if disguised:
+        raise CheckFailed(f"`{name}` returned {disguised}: an object that can answer a check's comparison for "
+                          "itself cannot be graded. Return plain values (numbers, strings, tensors, lists, dicts), "
+                          "as the task asks.")
+    return result
 
 
 def solved_or(fallback: Callable[..., Any], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

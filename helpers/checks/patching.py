@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from unittest import mock
 
+from helpers.checks.failure import CheckFailed
+
 __all__ = ["CallLog", "patched", "record_calls"]
 
 Change = tuple[Any, str, Any]  # (owner, attribute, new value)
@@ -31,6 +33,9 @@ def patched(changes: Iterable[Change], namespaces: Iterable[dict] = ()) -> Itera
     to its replacement (a partial of it) too, and put back on exit; other
     names, including ones the learner adds meanwhile, are left alone
     (``mock.patch.dict`` would clear and refill the whole dict).
+
+    A stand-in the learner's code replaces while the block runs (a spy on ``synchronize`` swapped back for
+    the original, so calls go unseen) fails the check on exit: the check could not watch what it must.
     """
     last: dict[tuple[int, str], Change] = {}
     for owner, attr, new in changes:  # a later change of the same attribute wins
@@ -50,7 +55,19 @@ def patched(changes: Iterable[Change], namespaces: Iterable[dict] = ()) -> Itera
                 if new is not None:
                     stack.callback(ns.__setitem__, name, value)
                     ns[name] = new
+        installed = [(owner, attr, new) for owner, attr, new in last.values() if hasattr(owner, attr)]
+        stack.callback(_still_installed, installed)  # registered last, so it runs first: before anything is restored
         yield
+
+
+def _still_installed(installed: list[Change]) -> None:
+    """Fail when a stand-in was replaced while the check relied on it (the learner's code swapped it)."""
+    gone = [f"{getattr(owner, '__name__', type(owner).__name__)}.{attr}" for owner, attr, new in installed
+            if getattr(owner, attr, None) is not new]
+    if gone:
+        raise CheckFailed(f"while this check watched your code, your code replaced {', '.join(gone)}, which the "
+                          "check had put in place to observe it; the check cannot trust what it saw. Call torch's "
+                          "functions; do not reassign them.")
 
 
 def _rebound(value: Any, replacement: dict[int, tuple[Any, Any]]) -> Any:

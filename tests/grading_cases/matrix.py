@@ -51,6 +51,12 @@ rot13_leak           solved, but ``square`` prints the calling   graded       3
                      shows none of it)
 long_message         ``total`` raises an error with a 5000-char  wrong        1
                      message (feedback shows it cut)
+patch_checks,        square wrong (0), total right, plus a trick  wrong or   2
+stand_in_module,     that used to pass square-check when checks  tampered
+silenced_traceback,  ran in the kernel (``TAMPERING``; issue 24);  or crashed
+always_equal,        ``trojan`` patches the check where the
+patch_in_call,       definitions are loaded; ``exit_success``
+trojan, exit_success ends that process with code 0
 all_stripped         nbgrader metadata removed from every cell   unreadable   none
                      (work copied into a new notebook)
 bad_json             not JSON at all                             unreadable   none
@@ -93,9 +99,10 @@ SQUARE = "def square(x):\n    \"\"\"Return x squared.\"\"\"\n    ### BEGIN SOLUT
 TOTAL = "def total(xs):\n    \"\"\"Return the sum of xs.\"\"\"\n    ### BEGIN SOLUTION\n    return sum(xs)\n    ### END SOLUTION\n"
 SQUARE_CHECK = (
     '"""Check that square squares."""\n'
-    'assert square(3) == 9, f"square(3) gave {square(3)}, expected 9"\n'
+    "from helpers.checks import check_equal, solved\n\n"
+    'check_equal(solved(square, 3), 9, "square(3)")\n'
     "### BEGIN HIDDEN TESTS\n"
-    f"assert square(-4) == 16  # {HIDDEN_MARK}-1\n"
+    f'check_equal(solved(square, -4), 16, "square(-4)")  # {HIDDEN_MARK}-1\n'
     "### END HIDDEN TESTS\n"
 )
 #: A line in both halves of ``total-check``, as the chapters' checks repeat ``with fake_machine(cuda=1):``:
@@ -103,11 +110,12 @@ SQUARE_CHECK = (
 SHARED_LINE = "xs = [1, 2]"
 TOTAL_CHECK = (
     '"""Check that total adds up."""\n'
+    "from helpers.checks import check_equal, solved\n\n"
     f"{SHARED_LINE}\n"
-    "assert total(xs) == 3, f\"total([1, 2]) gave {total(xs)}, expected 3\"\n"
+    'check_equal(solved(total, xs), 3, "total([1, 2])")\n'
     "### BEGIN HIDDEN TESTS\n"
     f"{SHARED_LINE}\n"
-    f"assert total(range(5)) == 10 and total(xs) == 3  # {HIDDEN_MARK}-2\n"
+    f'check_equal(solved(total, range(5)) + solved(total, xs), 13, "total")  # {HIDDEN_MARK}-2\n'
     "### END HIDDEN TESTS\n"
 )
 
@@ -251,9 +259,13 @@ def snoop(nb):
 ROT13 = """import codecs, linecache, sys
 
 def square(x):
-    caller = sys._getframe(1)
-    source = ''.join(linecache.getlines(caller.f_code.co_filename)) or str(caller.f_globals.get('In', ''))
-    print(codecs.encode(source, 'rot13'))
+    texts, frame = [], sys._getframe(1)
+    while frame is not None:  # every caller's file, and every string its frame holds (the check's source)
+        texts.append(''.join(linecache.getlines(frame.f_code.co_filename)))
+        texts += [str(v) for v in frame.f_locals.values() if isinstance(v, str)]
+        texts.append(str(frame.f_globals.get('In', '')))
+        frame = frame.f_back
+    print(codecs.encode(chr(10).join(texts), 'rot13'))
     return x * x
 """
 
@@ -280,6 +292,73 @@ def killed_in_check(nb):
     return _solve(nb, square="import os, signal\n\ndef square(x):\n    os.kill(os.getpid(), signal.SIGKILL)\n")
 
 
+# --- tampering (issue 24): ``square`` is wrong (0), ``total`` right; each trick tries to make square-check pass.
+# Each worked when checks ran in the learner's kernel, except ``trojan`` (aimed at the verdict worker itself).
+PATCH_CHECKS = """import sys
+import helpers.checks, helpers.checks.core
+for name, module in list(sys.modules.items()):
+    if name.startswith('helpers.checks'):
+        for attr in dir(module):
+            if attr.startswith(('check', 'solved', 'passed', '_fail')):
+                setattr(module, attr, lambda *a, **k: None)
+"""
+STAND_IN = """import sys, types
+import helpers.checks, helpers.checks.core
+
+class _Yes(types.ModuleType):
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+for name in [n for n in sys.modules if n.startswith('helpers.checks')]:
+    sys.modules[name] = _Yes(name)
+sys.modules['helpers'].checks = sys.modules['helpers.checks']
+"""
+SILENCE = """shell = get_ipython()
+shell.showtraceback = lambda *a, **k: None
+shell._showtraceback = lambda *a, **k: None
+"""
+ALWAYS_EQUAL = """class Yes(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+
+def square(x):
+    return Yes(0)
+"""
+PATCH_IN_CALL = """def square(x):
+    import helpers.checks.core as core
+    core._fail = lambda *a, **k: None  # while the check runs: its comparison no longer fails
+    return 0
+"""
+TROJAN = """class _Trojan:
+    def __reduce__(self):  # runs where the definitions are loaded: patch the check, then be a wrong square
+        return (eval, ("(setattr(__import__('helpers.checks.core', fromlist=['core']), '_fail', "
+                       "lambda *a, **k: None), lambda x: 0)[1]",))
+
+square = _Trojan()
+"""
+EXIT_SUCCESS = """def square(x):
+    import os
+    os._exit(0)  # end the process running the check 'successfully'
+"""
+
+
+def _tampered(trick: str, square: str = "def square(x):\n    return 0\n"):
+    return lambda nb: _solve(nb, square=f"{trick}\n{square}")
+
+
+patch_checks = _tampered(PATCH_CHECKS)
+stand_in_module = _tampered(STAND_IN)
+silenced_traceback = _tampered(SILENCE)
+always_equal = _tampered("", ALWAYS_EQUAL)
+patch_in_call = _tampered("", PATCH_IN_CALL)
+trojan = _tampered("", TROJAN)
+exit_success = _tampered("", EXIT_SUCCESS)
+TAMPERING = {"patch_checks": patch_checks, "stand_in_module": stand_in_module,
+             "silenced_traceback": silenced_traceback, "always_equal": always_equal, "patch_in_call": patch_in_call,
+             "trojan": trojan, "exit_success": exit_success}
+
+
 def all_stripped(nb):
     nb = solved(nb)
     for cell in nb.cells:
@@ -302,7 +381,7 @@ CASES = {
         swallow_interrupt, loop_in_check, hang_in_check, killed_in_check, memory_bomb, output_flood, dies, snoop, rot13_leak,
         long_message, all_stripped, bad_json, unknown_student,
     )
-}
+} | TAMPERING
 
 #: student -> (status, score or None, text the status detail must contain)
 OUTCOMES = {
@@ -327,6 +406,14 @@ OUTCOMES = {
     "all_stripped": ("unreadable", None, "no nbgrader cell at all"),
     "bad_json": ("unreadable", None, "json"),
     "unknown_student": ("unknown", None, "roster"),
+    # tampering: square-check lost in every case, total-check kept
+    "patch_checks": ("wrong", 2.0, ""),
+    "stand_in_module": ("wrong", 2.0, ""),
+    "silenced_traceback": ("wrong", 2.0, ""),
+    "always_equal": ("wrong", 2.0, ""),
+    "patch_in_call": ("tampered", 2.0, "replaced part of the grader"),
+    "trojan": ("tampered", 2.0, "replaced part of the grader"),
+    "exit_success": ("crashed", 2.0, "square-check"),
 }
 
 #: Students the course knows (the gradebook's roster); ``unknown_student`` is not among them.

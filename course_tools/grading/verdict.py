@@ -1,0 +1,486 @@
+"""A grade cell's verdict, decided in a process the learner's code never ran in.
+
+Why. A grade cell's checks used to run in the learner's kernel, after the learner's own cells. Python lets
+any code change anything else in its process, so ten lines in a solution cell (replace every ``check_*`` of
+``helpers.checks`` with a no-op, put a stand-in into ``sys.modules``, patch ``torch.allclose``) turned a
+chapter's blank exercises into full marks. PrairieLearn's grader maintainers say it plainly: same-process
+Python "is almost impossible to protect against"; their secured grader runs student code apart and lets
+only data cross to the trusted side.
+
+How, when an instructor grades (``LimitedExecute`` in ``execute.py`` calls this for every grade cell):
+
+1. The learner's cells run in the sandboxed kernel, as before. At a grade cell the kernel is asked only
+   for the definitions the cell reads and does not assign (``choose_device``, a class, a constant),
+   serialized by value with cloudpickle (:data:`EXPORT`). Whatever the kernel's cells changed in their own
+   process (check modules, torch, builtins, ``sys.modules``, IPython's traceback display) stays there.
+2. A :class:`VerdictWorker`, started by the grader and not by the kernel, is a fresh Python in a sandbox of
+   its own. It imports torch and every check module once (:func:`prepare`) and never runs learner code
+   itself: for each grade cell it forks a child, which loads the definitions, runs the cell's source (its
+   hidden tests included: they never reach the kernel) and writes its output and outcome as data. The
+   grader turns that into the cell's outputs, so nbgrader scores the cell exactly as before.
+3. The learner's functions do run in that child: the checks call them. What they change of the grader's
+   surface (the check modules, the torch and standard-library functions checks use, ``sys.modules``) is
+   found by :class:`Guard`, a snapshot taken before the definitions are loaded and compared after the cell;
+   the cell then fails, saying what was replaced. A stand-in a check installs (a spy on ``synchronize``)
+   and finds replaced fails the check (``helpers.checks.patching``). A child that ends before it reports
+   (``os._exit``, a signal) scores 0.
+
+What stays possible: code inside a learner's function that knows this module could forge its child's
+report. That is the limit PrairieLearn names for any check that must watch the learner's code from inside
+its process (spies on the clock, on ``synchronize``); this module is the instructor's (``course_tools``,
+not in the student edition). Learners working alone keep their checks in their own kernel: instant, and
+nothing to protect there.
+
+This file runs in two places: imported by the grader, and as the worker's whole program
+(``python -I -c <this file's source> course-verdict-worker``), inside the sandbox, which shows neither the
+course folder nor ``course_tools``. So it imports only the standard library at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import struct
+import sys
+import tempfile
+import traceback
+
+MARK = "course-verdict-worker"
+
+#: Modules whose functions and classes checks use or stand in for; with every ``helpers`` module, the
+#: surface a learner's function may not replace (tests/cell_runner.py watches the same for leaks).
+WATCHED_MODULES = ["torch", "torch.cuda", "torch.mps", "torch.backends.cuda", "torch.backends.mps",
+                   "torch.accelerator", "torch.amp", "torch.nn.functional", "torch.utils.data", "time", "timeit",
+                   "statistics", "torch.distributed", "torch.testing", "torch.testing._comparison", "builtins",
+                   "math", "operator", "copy", "functools", "contextlib", "traceback", "io", "warnings",
+                   "logging", "cloudpickle", "pickle", "json"]
+#: Classes whose methods checks use or stand in for (GradScaler spies, optimizer hooks, tensor comparison).
+WATCHED_CLASSES = [("torch.amp", "GradScaler"), ("torch.optim", "Optimizer"), ("torch.nn", "Module"),
+                   ("torch", "Tensor"), ("torch.utils.data", "DataLoader"), ("torch._C", "TensorBase")]
+
+
+def _owners() -> dict[str, object]:
+    """Name -> module or class of the watched surface, as loaded now (helpers' modules included)."""
+    owners: dict[str, object] = {}
+    for name in WATCHED_MODULES:
+        if name in sys.modules:
+            owners[name] = sys.modules[name]
+    for name, module in list(sys.modules.items()):
+        if name == "helpers" or name.startswith("helpers."):
+            owners[name] = module
+    for module_name, cls_name in WATCHED_CLASSES:
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        if cls is not None:
+            owners[f"{module_name}.{cls_name}"] = cls
+    return owners
+
+
+def watched_attributes(owners: dict[str, object] | None = None) -> dict[tuple[str, str], object]:
+    """Every callable attribute of the watched surface: (owner name, attribute) -> value."""
+    found: dict[tuple[str, str], object] = {}
+    for name, owner in (owners if owners is not None else _owners()).items():
+        try:
+            items = list(vars(owner).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if callable(value) and not (attr.startswith("__") and isinstance(owner, type(sys))):
+                found[(name, attr)] = value
+    return found
+
+
+class Guard:
+    """A snapshot of the grader's surface; :meth:`changes` names what was replaced or removed since.
+
+    Attributes are read again from the *same* module and class objects, and each module must still be the
+    one ``sys.modules`` holds, so a stand-in module or a patched function are both found. Values only
+    (flags such as ``torch.backends.cudnn.benchmark``) and attributes added later are a learner's right.
+    """
+
+    def __init__(self) -> None:
+        self.owners = _owners()
+        self.attributes = watched_attributes(self.owners)
+        self.modules = {name: module for name, module in self.owners.items() if isinstance(module, type(sys))}
+
+    def changes(self) -> list[str]:
+        now = watched_attributes(self.owners)
+        found = [f"{owner}.{attr}" for (owner, attr), value in self.attributes.items()
+                 if now.get((owner, attr), Guard) is not value]
+        found += [f"sys.modules[{name!r}]" for name, module in self.modules.items() if sys.modules.get(name) is not module]
+        return found
+
+
+def prepare() -> None:
+    """Import what grading uses, and make torch's lazy self-patching happen now, before any snapshot.
+
+    ``import torch._dynamo`` wraps ``torch.manual_seed``, and the first call of some setters replaces
+    torch attributes: an honest answer that triggers either must not look like tampering. Importing every
+    check module once here also spares each child the import.
+    """
+    import importlib
+    import pkgutil
+
+    import torch
+
+    import helpers.checks
+
+    try:
+        import torch._dynamo  # noqa: F401
+    except Exception:  # noqa: BLE001 - a torch without dynamo: nothing of it to wrap
+        pass
+    torch.set_grad_enabled(torch.is_grad_enabled())
+    torch.set_default_dtype(torch.get_default_dtype())
+    torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled())
+    torch.set_anomaly_enabled(torch.is_anomaly_enabled())
+    torch.set_float32_matmul_precision(torch.get_float32_matmul_precision())
+    for found in pkgutil.iter_modules(helpers.checks.__path__):
+        importlib.import_module(f"helpers.checks.{found.name}")
+    for name in ("timeit", "statistics", "cloudpickle", "IPython.display"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def free_names(source: str) -> list[str]:
+    """Names a grade cell reads and never assigns (the learner's definitions it needs), builtins excluded."""
+    tree = ast.parse(source)
+    stored: set[str] = set()
+    loaded: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded.append(node.id) if isinstance(node.ctx, ast.Load) else stored.add(node.id))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+        elif isinstance(node, ast.alias):
+            stored.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            stored.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            stored.add(node.name)
+    return [n for n in dict.fromkeys(loaded) if n not in stored and not hasattr(builtins, n)]
+
+
+#: Run in the learner's kernel: write the definitions ``names`` to ``path`` (cloudpickle, by value). An
+#: object that cannot be sent is named, with what to do.
+EXPORT = '''def __course_export(path, names):
+    import cloudpickle
+    found = {{n: globals()[n] for n in names if n in globals()}}
+    try:
+        data = cloudpickle.dumps(found)
+    except Exception:
+        for n, v in found.items():
+            try:
+                cloudpickle.dumps(v)
+            except Exception as err:
+                raise RuntimeError(f"the grader could not take `{{n}}` out of your notebook ({{type(err).__name__}}: "
+                                   f"{{err}}); keep what this check uses to functions, classes and plain data") from None
+        raise
+    with open(path, "wb") as fh:
+        fh.write(data)
+__course_export({path!r}, {names!r})
+del __course_export
+'''
+
+
+def export_code(path: str, names: list[str]) -> str:
+    return EXPORT.format(path=path, names=names)
+
+
+# --- the worker's side -------------------------------------------------------------------------------------
+
+def _send(fd: int, payload: bytes) -> None:
+    data = struct.pack(">Q", len(payload)) + payload
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _recv(fd: int) -> bytes | None:
+    def exactly(n: int) -> bytes | None:
+        parts, got = [], 0
+        while got < n:
+            chunk = os.read(fd, min(n - got, 1 << 20))
+            if not chunk:
+                return None
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    head = exactly(8)
+    return None if head is None else exactly(struct.unpack(">Q", head)[0])
+
+
+def _namespace() -> dict:
+    namespace: dict = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        exec("from IPython.display import display", namespace)  # what a kernel provides
+    except ImportError:
+        pass
+    return namespace
+
+
+def _text(err: BaseException) -> str:
+    try:
+        return str(err)
+    except Exception:  # noqa: BLE001 - a learner's exception whose __str__ fails is still an error
+        return f"<{type(err).__name__} whose message could not be read>"
+
+
+def _judge_here(source: str, blob: bytes, folder: str) -> None:
+    """The child: load the definitions, run the grade cell, write ``result.json``; never returns."""
+    result: dict = {"error": None, "tampered": []}
+    guard = Guard()
+    try:
+        import cloudpickle
+
+        namespace = _namespace()
+        namespace.update(cloudpickle.loads(blob))
+        exec(compile(source, "<grade cell>", "exec"), namespace)
+    except BaseException as err:  # noqa: BLE001 - any failure is the cell's outcome, as in a kernel
+        lines = traceback.format_exception(type(err), err, err.__traceback__)
+        result["error"] = {"ename": type(err).__name__, "evalue": _text(err), "traceback": lines[-30:]}
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    result["tampered"] = guard.changes()
+    with open(os.path.join(folder, "result.tmp"), "w") as fh:
+        json.dump(result, fh)
+    os.replace(os.path.join(folder, "result.tmp"), os.path.join(folder, "result.json"))
+    os._exit(0)
+
+
+def _read(path: str, cap: int) -> tuple[str, bool]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(cap + 1)
+    except OSError:
+        return "", False
+    return data[:cap].decode("utf-8", "replace"), len(data) > cap
+
+
+def _subreaper() -> None:
+    """Processes the child leaves behind stay below the worker, where the grader finds and stops them."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:  # noqa: BLE001 - not Linux: the sandbox's own pid namespace still holds them
+        pass
+
+
+def _reap() -> None:
+    """Collect what earlier cells left behind and the grader killed (they are the worker's, as subreaper)."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def serve() -> None:
+    """The worker's loop: one request (a grade cell's source and definitions) in, one report out."""
+    rfd, wfd = os.dup(0), os.dup(1)
+    quiet = os.open(os.devnull, os.O_RDWR)
+    os.dup2(quiet, 0)
+    os.dup2(2, 1)
+    _subreaper()
+    prepare()
+    _send(wfd, json.dumps({"ready": True}).encode())
+    while True:
+        header = _recv(rfd)
+        blob = _recv(rfd) if header is not None else None
+        if blob is None:
+            return
+        request = json.loads(header)
+        _reap()
+        folder = tempfile.mkdtemp(prefix="verdict-")
+        pid = os.fork()
+        if pid == 0:
+            os.close(rfd)
+            os.close(wfd)
+            out = os.open(os.path.join(folder, "stdout"), os.O_WRONLY | os.O_CREAT, 0o600)
+            err = os.open(os.path.join(folder, "stderr"), os.O_WRONLY | os.O_CREAT, 0o600)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            _judge_here(request["source"], blob, folder)
+        _, status = os.waitpid(pid, 0)
+        cap = int(request.get("cap", 1 << 20))
+        stdout, stdout_cut = _read(os.path.join(folder, "stdout"), cap)
+        stderr, stderr_cut = _read(os.path.join(folder, "stderr"), cap)
+        try:
+            with open(os.path.join(folder, "result.json")) as fh:
+                result = json.load(fh)
+        except (OSError, ValueError):
+            result = None
+        report = {"stdout": stdout, "stderr": stderr, "cut": stdout_cut or stderr_cut, "result": result,
+                  "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                  "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
+        _send(wfd, json.dumps(report).encode())
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- the grader's side -------------------------------------------------------------------------------------
+
+class WorkerGone(RuntimeError):
+    """The worker ended (or never started): its stderr says why."""
+
+
+class VerdictWorker:
+    """The grader's handle on one worker: start it, hand it grade cells, stop what a cell left running.
+
+    One worker serves one notebook's run: its start (a Python that imports torch and the checks, about two
+    seconds) is paid once, and each grade cell costs a ``fork``. Under the sandbox it gets a scratch folder of
+    its own: the kernel's files are not shared with it, and it sees no more of the machine than the kernel.
+    """
+
+    def __init__(self, *, sandbox: bool, course_root: str, memory_mb: int = 0, python: str | None = None):
+        self.sandbox, self.course_root, self.memory_mb = sandbox, course_root, memory_mb
+        self.python = python or sys.executable
+        self.proc = None
+        self.scratch = None
+        self._log = None
+
+    # starting and stopping
+    def start(self) -> "VerdictWorker":
+        import subprocess
+
+        with open(__file__, encoding="utf-8") as fh:
+            program = fh.read()
+        cmd = [self.python, "-I", "-c", program, MARK]
+        self.scratch = tempfile.mkdtemp(prefix="grading-verdict-")
+        env = None
+        if self.sandbox:
+            from pathlib import Path
+
+            from course_tools.grading.sandbox import bwrap_command
+
+            cmd = bwrap_command(cmd, Path(self.scratch), Path(self.course_root), {})
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        else:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env.setdefault("MPLBACKEND", "Agg")
+        limit = self.memory_mb * 2**20 if self.memory_mb > 0 and sys.platform.startswith("linux") else 0
+
+        def cap() -> None:
+            if limit:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+        self._log = open(os.path.join(self.scratch, "worker.log"), "w+b")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                                     cwd=self.scratch, env=env, preexec_fn=cap)
+        ready = _recv(self.proc.stdout.fileno())
+        if ready is None:
+            raise WorkerGone(f"the verdict worker did not start: {self.log_tail()}")
+        return self
+
+    def log_tail(self, chars: int = 600) -> str:
+        if self._log is None:
+            return ""
+        self._log.flush()
+        self._log.seek(0)
+        text = self._log.read().decode("utf-8", "replace").strip()
+        return text[-chars:] or "(it wrote nothing)"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def close(self) -> None:
+        import shutil
+
+        if self.proc is not None:
+            for proc in self._tree():
+                _kill(proc)
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self.proc.stdout.close()
+        if self._log is not None:
+            self._log.close()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self.proc = self._log = self.scratch = None
+
+    # one grade cell
+    def judge(self, source: str, blob: bytes, cap: int) -> dict | None:
+        """Run one grade cell on the definitions ``blob``; its report, or None when the worker itself died."""
+        try:
+            _send(self.proc.stdin.fileno(), json.dumps({"source": source, "cap": cap}).encode())
+            _send(self.proc.stdin.fileno(), blob)
+            reply = _recv(self.proc.stdout.fileno())
+        except OSError:
+            reply = None
+        finally:
+            self.stop_leftovers()
+        return None if reply is None else json.loads(reply)
+
+    def _tree(self) -> list:
+        import psutil
+
+        try:
+            root = psutil.Process(self.proc.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def stop_leftovers(self) -> None:
+        """Kill every process below the worker (the running cell, what it started), never the worker."""
+        import psutil
+
+        tree = self._tree()
+        sandbox = {p.pid for p in tree if _name(p) == "bwrap"}  # its command line names MARK too
+        marked = set()
+        for proc in tree:
+            try:
+                if proc.pid not in sandbox and MARK in proc.cmdline():
+                    marked.add(proc.pid)
+            except psutil.Error:
+                pass
+        worker = {p.pid for p in tree if p.pid in marked and _parent_pid(p) not in marked}
+        keep = sandbox | worker | {self.proc.pid}
+        for proc in tree:
+            if proc.pid not in keep:
+                _kill(proc)
+
+
+def _parent_pid(proc) -> int | None:
+    try:
+        return proc.ppid()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _name(proc) -> str:
+    try:
+        return proc.name()
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _kill(proc) -> None:
+    try:
+        proc.kill()
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+if __name__ == "__main__" and sys.argv[-1] == MARK:
+    serve()
