@@ -329,3 +329,13 @@ def test_speed_verdict_without_fp16_tensor_cores_names_them_missing():
     text = amp.speed_verdict(step_times(1.5, "fp16", "cuda:0"), step_times(1.0, "fp32", "cuda:0"), torch.float16,
                              units)
     assert "no fp16 tensor cores" in text and "casts" not in text
+
+
+def test_the_chapter_times_bf16_on_a_gpu_only_where_it_is_native():
+    """Every cell that times bf16 on the device asks the hardware first: on a T4 it would time the emulation."""
+    sources = [c.source for c in load(solution_path(CHAPTER)).cells if c.cell_type == "code"]
+    timing = [s for s in sources if "amp.compare_precisions(" in s or ("time_callable(" in s and "torch.bfloat16" in s)]
+    assert len(timing) >= 2
+    for source in timing:
+        assert 'units.get("bf16 tensor cores") is False' in source, source[:200]
+    assert any("including_emulation=False" in s for s in sources)
