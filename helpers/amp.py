@@ -33,6 +33,7 @@ __all__ = [
     "compare_precisions",
     "fp32_step",
     "low_precision_units",
+    "pick_dtype",
     "scaled_step",
     "speed_verdict",
     "trace_autocast",
@@ -60,25 +61,65 @@ def _cpu_units() -> dict[str, bool | None]:
     }
 
 
+def _native_bf16(device: torch.device) -> bool:
+    """Whether the CUDA GPU ``device`` multiplies bf16 in hardware (compute capability 8.0 or newer).
+
+    ``torch.cuda.is_bf16_supported()`` is no answer by default: it counts
+    emulation (``including_emulation=True``), so a T4 (7.5) says True while
+    its bf16 runs emulated, slowly. Asked with ``including_emulation=False``
+    it says what the hardware does, but only for the *current* device; for
+    another GPU, or a torch without the keyword, the capability decides.
+    """
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index == torch.cuda.current_device():
+        try:
+            return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+        except TypeError:  # a torch without the keyword: read the capability below
+            pass
+    return torch.cuda.get_device_capability(index)[0] >= 8
+
+
 def low_precision_units(device: str | torch.device) -> dict[str, bool | None]:
     """Which hardware features for fast fp16 / bf16 matrix products ``device`` has.
 
     Autocast *runs* in low precision on almost any device, but it is only
     faster where the hardware multiplies low-precision matrices natively:
-    tensor cores (fp16 from Volta, bf16 from Ampere) or, on a CPU, AMX tiles.
-    AVX512-BF16 only adds bf16 dot-product instructions, which may or may not
-    beat fp32's tuned kernels; without either, bf16 is converted in software.
-    For fp16 a CPU may have AMX-FP16 (matrix tiles), AVX512-FP16 (fp16 vector
-    arithmetic, no tiles) or neither (fp16 converted in software, very slow).
-    None means "cannot tell".
+    tensor cores (fp16 from Volta, compute capability 7.0; bf16 and TF32 from
+    Ampere, 8.0: a T4, 7.5, has fp16 tensor cores only and emulates bf16) or,
+    on a CPU, AMX tiles. AVX512-BF16 only adds bf16 dot-product instructions,
+    which may or may not beat fp32's tuned kernels; without either, bf16 is
+    converted in software. For fp16 a CPU may have AMX-FP16 (matrix tiles),
+    AVX512-FP16 (fp16 vector arithmetic, no tiles) or neither (fp16 converted
+    in software, very slow). None means "cannot tell".
     """
     device = torch.device(device)
     if device.type == "cuda":
         major, _ = torch.cuda.get_device_capability(device)
-        return {"fp16 tensor cores": major >= 7, "bf16 tensor cores": major >= 8, "tf32 tensor cores": major >= 8}
+        return {"fp16 tensor cores": major >= 7, "bf16 tensor cores": _native_bf16(device),
+                "tf32 tensor cores": major >= 8}
     if device.type == "cpu":
         return _cpu_units()
     return {}
+
+
+def pick_dtype(device: str | torch.device) -> torch.dtype:
+    """The 16-bit dtype mixed precision uses on ``device``: bf16 where the hardware has it, else fp16.
+
+    bf16 keeps fp32's exponent range, so gradients do not underflow and no
+    GradScaler is needed; fp16 has 5 exponent bits and needs loss scaling.
+    So bf16 wherever it is native: a CUDA GPU of compute capability 8.0 or
+    newer (A100 8.0, H100 9.0). Below that (a T4, Colab's GPU, is 7.5; a
+    V100 7.0) torch would *emulate* bf16, slowly, while fp16 runs on the
+    tensor cores (from 7.0): fp16, with a scaler. Apple GPUs run fp16. A
+    CPU gets bf16, CPU autocast's default, on every CPU (converted in software
+    where it has no bf16 instructions; :func:`low_precision_units` says).
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.bfloat16 if _native_bf16(device) else torch.float16
+    if device.type == "mps":
+        return torch.float16
+    return torch.bfloat16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,26 +133,25 @@ class AmpPlan:
 
 
 def amp_plan(device: str | torch.device) -> AmpPlan:
-    """The low-precision dtype to use on ``device``: bf16 where it is supported natively, else fp16 with a scaler.
+    """How to run mixed precision on ``device``: :func:`pick_dtype`'s dtype, a scaler for fp16, and why.
 
-    bf16 keeps fp32's exponent range, so gradients do not underflow and no
-    GradScaler is needed; fp16 has 5 exponent bits and needs loss scaling.
-    A GPU without native bf16 (before Ampere, e.g. a T4) gets fp16: torch
-    would *emulate* bf16 there, slowly. On a CPU, autocast runs bf16 (its
-    default); whether that is faster than fp32 depends on AMX/AVX512-BF16,
-    see :func:`low_precision_units`.
+    On a CPU, whether bf16 is faster than fp32 depends on AMX/AVX512-BF16,
+    see :func:`low_precision_units`; the reason says which this CPU has.
     """
     device = torch.device(device)
+    dtype = pick_dtype(device)
     if device.type == "cuda":
-        try:
-            native_bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
-        except TypeError:  # older torch without the keyword
-            native_bf16 = torch.cuda.is_bf16_supported()
-        if native_bf16:
-            return AmpPlan("cuda", torch.bfloat16, False, "this GPU multiplies bf16 natively (Ampere or newer)")
-        return AmpPlan("cuda", torch.float16, True, "this GPU has no native bf16: fp16 tensor cores, with loss scaling")
+        major, minor = torch.cuda.get_device_capability(device)
+        if dtype == torch.bfloat16:
+            return AmpPlan("cuda", dtype, False,
+                           f"this GPU (compute capability {major}.{minor}) multiplies bf16 natively (8.0 or newer)")
+        cores = ("fp16 on its tensor cores" if major >= 7 else
+                 "fp16 (it has no tensor cores, below 7.0: expect little speed-up)")
+        return AmpPlan("cuda", dtype, True, f"this GPU (compute capability {major}.{minor}) has no native bf16 "
+                                            f"(torch would emulate it, slowly; native from 8.0): {cores}, "
+                                            f"with loss scaling")
     if device.type == "mps":
-        return AmpPlan("mps", torch.float16, True, "fp16 is what every Apple GPU runs natively; it needs loss scaling")
+        return AmpPlan("mps", dtype, True, "fp16 is what every Apple GPU runs natively; it needs loss scaling")
     units = low_precision_units(device)
     if units.get("AMX (bf16 matrix tiles)"):
         note = "this CPU has AMX bf16 matrix units, so bf16 can beat fp32"
@@ -119,7 +159,7 @@ def amp_plan(device: str | torch.device) -> AmpPlan:
         note = "this CPU has bf16 dot products but no bf16 matrix units: do not expect a speed-up"
     else:
         note = "this CPU has no bf16 matrix units: bf16 is converted in software, expect it to be slower"
-    return AmpPlan(device.type, torch.bfloat16, False, f"CPU autocast runs bf16, which needs no scaler; {note}")
+    return AmpPlan(device.type, dtype, False, f"CPU autocast runs bf16, which needs no scaler; {note}")
 
 
 def _cpu_slower(dtype: torch.dtype, units: dict[str, bool | None]) -> str:
@@ -136,8 +176,30 @@ def _cpu_slower(dtype: torch.dtype, units: dict[str, bool | None]) -> str:
     if units.get("AMX (bf16 matrix tiles)"):
         return ("even with AMX bf16 tiles, the casts and per-operation overheads cost more at this size than the "
                 "tiles save")
+    instructions = [units[k] for k in _BF16_INSTRUCTIONS if k in units]
+    if units.get("AMX (bf16 matrix tiles)") is False and instructions and all(v is False for v in instructions):
+        return ("this CPU has no bf16 instructions (no AMX tiles, no bf16 dot products), so bf16 is emulated here: "
+                "every bf16 product is converted to fp32 in software")
     return ("without AMX matrix tiles, bf16 matrix products are no faster than the tuned fp32 kernels, and autocast "
             "adds a cast of every input and weight on top")
+
+
+_BF16_INSTRUCTIONS = ("AVX512-BF16 (bf16 dot products)", "BF16 instructions (Arm bf16 dot products)")
+
+
+def _gpu_without(dtype: torch.dtype, units: dict[str, bool | None]) -> str | None:
+    """Why a GPU without tensor cores for ``dtype`` (``units`` says False) ran it as it did; None if it has them.
+
+    There the casts are not the story: bf16 below compute capability 8.0 (a
+    T4, a V100) is emulated, and fp16 below 7.0 runs on the ordinary cores.
+    """
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype)
+    if name is None or units.get(f"{name} tensor cores") is not False:
+        return None
+    if name == "bf16":
+        return ("bf16 is emulated on this GPU (no bf16 tensor cores below compute capability 8.0, e.g. a T4), so its "
+                "products do not run on the tensor cores; amp.amp_plan picks fp16 with a GradScaler here")
+    return "this GPU has no fp16 tensor cores (compute capability below 7.0), so fp16 runs on its ordinary cores"
 
 
 def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dtype,
@@ -150,19 +212,30 @@ def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dt
     the sentence go on to say why, for the kind of device the timings were
     made on (``low.device``): ``units`` is :func:`low_precision_units` of
     that device, and a CPU's explanation names the feature it has or lacks,
-    never one it was not asked about. Within the noise on this machine, or
-    with too few repeats to know, it says so and explains nothing.
+    never one it was not asked about. On a GPU without tensor cores for
+    ``dtype`` (bf16 on a T4) it says the dtype is emulated there, never that
+    casts outweighed tensor cores it does not have. Within the noise on this
+    machine, or with too few repeats to know, it says so and explains nothing.
     """
     verdict = benchmark.compare(low, fp32)
     device_type = torch.device(low.device).type
+    without = _gpu_without(dtype, units) if device_type == "cuda" else None
     if verdict.faster is low:
         where = {torch.bfloat16: "AMX (bf16 matrix tiles)", torch.float16: "AMX-FP16"}.get(dtype)
         if device_type == "cpu" and where and units.get(where):
             return f"{verdict}: the {where.split(' (')[0]} matrix tiles pay for the casts"
+        if without:
+            return f"{verdict}, although {without}: what it saves is memory traffic (16-bit tensors), not arithmetic"
         return f"{verdict}: the low-precision arithmetic pays for the casts"
     if verdict.faster is fp32:
-        why = (_cpu_slower(dtype, units) if device_type == "cpu" else
-               "at this size the casts and extra kernel launches cost more than the tensor cores save")
+        if device_type == "cpu":
+            why = _cpu_slower(dtype, units)
+        elif without:
+            why = without
+        elif device_type == "cuda":
+            why = "at this size the casts and extra kernel launches cost more than the tensor cores save"
+        else:
+            why = "at this size the casts and extra kernel launches cost more than the 16-bit arithmetic saves"
         return f"{verdict.sentence(longer=True)}: {why}"
     return str(verdict)
 

@@ -62,6 +62,7 @@ from helpers.benchmark import Timing, sync_timer
 from helpers.models import MLP
 
 __all__ = [
+    "Placement",
     "Portable",
     "PortableError",
     "RankFailed",
@@ -69,8 +70,10 @@ __all__ = [
     "RunTimedOut",
     "Torchrun",
     "free_port",
+    "comparison_placement",
     "launch",
     "pick_backend",
+    "placement_of",
     "portable",
     "step_timing",
     "torchrun",
@@ -547,7 +550,7 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, limit: int = 120, *scrip
 # --------------------------------------------------------------------------- the course's DDP training loop
 
 
-def pick_backend(rank: int, world_size: int) -> tuple[str, torch.device]:
+def pick_backend(rank: int, world_size: int, device_type: str | None = None) -> tuple[str, torch.device]:
     """``("nccl", cuda:LOCAL_RANK)`` when this machine has a GPU for every local rank, else ``("gloo", cpu)``.
 
     ``rank`` counts the processes of all machines; the GPU is picked by the
@@ -557,22 +560,75 @@ def pick_backend(rank: int, world_size: int) -> tuple[str, torch.device]:
     torch's default for the device
     (``torch.distributed.get_default_backend_for_device``): NCCL moves CUDA
     tensors between GPUs and refuses two ranks on one GPU; gloo runs on CPUs
-    everywhere (and is what the course uses without GPUs).
+    everywhere (and is what the course uses without GPUs). ``device_type``
+    ("cpu" or "cuda") imposes the device instead, as a comparison of several
+    runs must (:func:`comparison_placement`); "cuda" without a GPU for every
+    local rank raises.
     """
     import torch.distributed as dist
 
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
     gpus = [d for d in _device.available_devices() if d.type == "cuda"]
-    dev = torch.device("cuda", local_rank) if len(gpus) >= local_world else torch.device("cpu")
+    if device_type not in (None, "cpu", "cuda"):
+        raise ValueError(f"device_type must be 'cpu', 'cuda' or None (chosen here), not {device_type!r}")
+    if device_type == "cuda" and len(gpus) < local_world:
+        raise RuntimeError(f"NCCL needs a GPU of its own for every process: {local_world} process(es) on this "
+                           f"machine, {len(gpus)} GPU(s). Run on the CPU (device_type='cpu', gloo) instead.")
+    on_gpu = device_type == "cuda" or (device_type is None and len(gpus) >= local_world)
+    dev = torch.device("cuda", local_rank) if on_gpu else torch.device("cpu")
     return dist.get_default_backend_for_device(dev), dev
 
 
-def _setup(rank: int, world_size: int, seconds: float = 60.0) -> torch.device:
+@dataclass(frozen=True)
+class Placement:
+    """Where every run of a comparison goes: one backend on one kind of device, and why."""
+
+    backend: str  #: "nccl" or "gloo"
+    device_type: str  #: "cuda" or "cpu"
+    reason: str
+
+
+def comparison_placement(max_processes: int) -> Placement:
+    """One backend and device for every run of a comparison of 1 up to ``max_processes`` processes.
+
+    Like must be compared with like, so the choice is made once, for the
+    largest run, and every run (the 1-process one too) is given it through
+    ``train(device_type=...)``. NCCL needs a GPU of its own for every process
+    (it refuses two ranks on one GPU), so it serves only when this machine
+    has ``max_processes`` GPUs and a torch built with NCCL; otherwise every
+    run is gloo on the CPU. Choosing per run instead (what
+    :func:`pick_backend` does alone) would time, on one GPU, 1 process on
+    NCCL/GPU against 2 on gloo/CPU.
+    """
+    import torch.distributed as dist
+
+    gpus = sum(d.type == "cuda" for d in _device.available_devices())
+    if gpus >= max_processes and dist.is_nccl_available():
+        return Placement("nccl", "cuda", f"{gpus} GPUs: one for each of up to {max_processes} processes, as NCCL "
+                                         f"needs")
+    if gpus >= max_processes:
+        why = f"{gpus} GPUs, but this torch has no NCCL"
+    elif gpus:
+        why = (f"{gpus} GPU(s) for up to {max_processes} processes, and NCCL needs a GPU of its own for each: "
+               f"every run on the CPU, the 1-process one too, so that like is compared with like")
+    else:
+        why = "no GPU here"
+    return Placement("gloo", "cpu", why)
+
+
+def placement_of(results: Sequence[dict]) -> str:
+    """What a run of :func:`train` really used, from every rank's result: e.g. ``"gloo on cpu"``, ``"nccl on cuda:0, cuda:1"``."""
+    backends = sorted({r["backend"] for r in results})
+    devices = sorted({r["device"] for r in results})
+    return f"{'/'.join(backends)} on {', '.join(devices)}"
+
+
+def _setup(rank: int, world_size: int, seconds: float = 60.0, device_type: str | None = None) -> torch.device:
     """Join the process group on this rank's device (a GPU is made current first, and named to NCCL)."""
     import torch.distributed as dist
 
-    backend, dev = pick_backend(rank, world_size)
+    backend, dev = pick_backend(rank, world_size, device_type)
     if dev.type == "cuda":
         torch.cuda.set_device(dev)  # kernels and NCCL's buffers of this process go to its own GPU
     dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=seconds),
@@ -581,7 +637,8 @@ def _setup(rank: int, world_size: int, seconds: float = 60.0) -> torch.device:
 
 
 def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoint: str | None = None,
-          epochs: int = 2, batch_size: int = 4, lr: float = 0.05, seed: int = 0, hidden: int = 16) -> dict:
+          epochs: int = 2, batch_size: int = 4, lr: float = 0.05, seed: int = 0, hidden: int = 16,
+          device_type: str | None = None) -> dict:
     """The course's DDP training loop, run on every rank (through :func:`launch` or torchrun).
 
     Process group; the model built after ``torch.manual_seed(seed)``, moved to
@@ -590,6 +647,8 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
     ``set_epoch``); SGD on the mean squared error; a checkpoint written by rank 0
     only, a barrier, and every rank reading it back with ``map_location``.
     Chapter 06 writes the same loop as an exercise, and times this one.
+    ``device_type`` imposes the device (see :func:`pick_backend`); a
+    comparison of runs passes :func:`comparison_placement`'s.
 
     Returns (on the CPU) ``weights`` (this rank's, trained), ``resumed`` (read
     back from ``checkpoint``, or None), ``steps``, ``step_seconds`` (every
@@ -598,13 +657,14 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
     first steps pay for allocation), ``threads`` (this rank's torch threads)
     and ``allreduce_seconds``: one all-reduce of as many values as the model
     has parameters, the communication of one step without the overlap. All
-    timed with :func:`helpers.benchmark.sync_timer`.
+    timed with :func:`helpers.benchmark.sync_timer`. ``backend`` and ``device``
+    say what this rank really used (:func:`placement_of` joins the ranks').
     """
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-    dev = _setup(rank, world_size)
+    dev = _setup(rank, world_size, device_type=device_type)
     try:
         torch.manual_seed(seed)
         model = MLP(x.shape[1], hidden, y.shape[1], depth=1).to(dev)
@@ -629,7 +689,7 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
         seconds = statistics.median(times) if times else float("nan")  # robust to the first, slow steps
         return {"weights": weights, "resumed": resumed, "steps": len(times), "seconds_per_step": seconds,
                 "step_seconds": times, "threads": torch.get_num_threads(),
-                "allreduce_seconds": _allreduce_seconds(model, dev)}
+                "allreduce_seconds": _allreduce_seconds(model, dev), "backend": dist.get_backend(), "device": str(dev)}
     finally:
         dist.destroy_process_group()
 
@@ -643,13 +703,16 @@ def step_timing(results: Sequence[dict], label: str = "", warmup: int = 2) -> Ti
     slowest rank's time. The first ``warmup`` steps (allocation, DDP's first
     buckets) are left out. ``num_threads`` is the ranks' threads together,
     the figure a fair comparison holds equal: one process with 2 threads
-    against 2 processes with 1 each uses the same cores.
+    against 2 processes with 1 each uses the same cores. ``device`` is the
+    devices the ranks report (``"cpu"``, ``"cuda:0, cuda:1"``).
     """
     per_rank = [r["step_seconds"][warmup:] for r in results]
     steps = [max(times) for times in zip(*per_rank)]
     if not steps:
         raise ValueError(f"no step left to time after {warmup} warm-up steps: train more steps or epochs")
-    return Timing.from_times(steps, label=label, num_threads=sum(r["threads"] for r in results))
+    used = sorted({r["device"] for r in results if "device" in r})  # what train() says it ran on
+    return Timing.from_times(steps, device=", ".join(used) or "cpu", label=label,
+                             num_threads=sum(r["threads"] for r in results))
 
 
 def _checkpoint(model: torch.nn.Module, path: str, rank: int, dev: torch.device) -> dict[str, torch.Tensor]:

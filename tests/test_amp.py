@@ -202,7 +202,9 @@ FP32 = step_times(1.0, "fp32")
     ({**UNITS_NONE, "AVX512-FP16 (fp16 vector arithmetic)": True}, torch.float16, "AVX512-FP16 vector arithmetic but",
      "converted in software"),
     ({**UNITS_NONE, "AMX-FP16": True}, torch.float16, "even with AMX-FP16", "converted in software"),
-    (UNITS_NONE, torch.bfloat16, "without AMX matrix tiles", "even with"),
+    (UNITS_NONE, torch.bfloat16, "so bf16 is emulated here", "even with"),
+    ({**UNITS_NONE, "AVX512-BF16 (bf16 dot products)": True}, torch.bfloat16, "without AMX matrix tiles", "emulated"),
+    ({"AMX (bf16 matrix tiles)": None}, torch.bfloat16, "without AMX matrix tiles", "emulated"),  # cannot tell
     ({**UNITS_NONE, "AMX (bf16 matrix tiles)": True}, torch.bfloat16, "even with AMX bf16 tiles", "without AMX"),
 ])
 def test_speed_verdict_for_a_slower_cpu_step_names_only_the_features_the_cpu_reports(units, dtype, says, never):
@@ -247,3 +249,93 @@ def test_compare_precisions_prints_nothing_to_stderr(capfd):
     x, y = make_regression(n=32, in_features=8)
     amp.compare_precisions(model_fn, x, y, F.mse_loss, "cpu", steps=2, variants=("fp32", "bf16"), min_run_time=0.01)
     assert "Memory block of unknown size" not in capfd.readouterr().err
+
+
+# --------------------------------------------------------------------------- the dtype per device, capabilities faked
+
+GPUS = {"H100": (9, 0, 80), "A100": (8, 0, 40), "T4": (7, 5, 15), "V100": (7, 0, 16)}
+
+
+def fake_gpu(name):
+    """One CUDA GPU of ``name``'s compute capability; is_bf16_supported answers as torch does (emulation counts)."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from helpers.checks import FakeMachine
+
+    major, minor, gib = GPUS[name]
+    props = lambda device=None: SimpleNamespace(name=name, major=major, minor=minor,  # noqa: E731
+                                                total_memory=gib * 2**30, multi_processor_count=40)
+    bf16 = lambda including_emulation=True: major >= 8 or including_emulation  # noqa: E731 - a T4 emulates bf16
+    return FakeMachine(cuda=1).active(extra=[(torch.cuda, "get_device_properties", props),
+                                             (torch.cuda, "is_bf16_supported", mock.Mock(side_effect=bf16))])
+
+
+@pytest.mark.parametrize("gpu, dtype, scaler, bf16_cores, tf32", [
+    ("H100", torch.bfloat16, False, True, True),
+    ("A100", torch.bfloat16, False, True, True),
+    ("T4", torch.float16, True, False, False),
+    ("V100", torch.float16, True, False, False),
+])
+def test_the_dtype_follows_the_compute_capability(gpu, dtype, scaler, bf16_cores, tf32):
+    """bf16 only where it is native (8.0 and newer); a T4 or a V100 gets fp16 with a scaler, and no TF32."""
+    with fake_gpu(gpu):
+        for device in ("cuda", "cuda:0"):
+            assert amp.pick_dtype(device) == dtype
+            plan = amp.amp_plan(device)
+            assert (plan.device_type, plan.dtype, plan.use_scaler) == ("cuda", dtype, scaler)
+            units = amp.low_precision_units(device)
+            assert units == {"fp16 tensor cores": True, "bf16 tensor cores": bf16_cores, "tf32 tensor cores": tf32}
+        asked = torch.cuda.is_bf16_supported.call_args_list
+        assert asked and all(c.kwargs == {"including_emulation": False} for c in asked)  # never the default
+    major, minor, _ = GPUS[gpu]
+    assert f"{major}.{minor}" in plan.reason and ("emulate" in plan.reason) == (dtype == torch.float16)
+
+
+def test_the_dtype_of_another_gpu_is_read_from_its_capability():
+    """is_bf16_supported only knows the current GPU: for cuda:1 the capability decides."""
+    with fake_gpu("T4") as machine:
+        assert machine.cuda == 1 and amp.pick_dtype("cuda:1") == torch.float16
+        assert torch.cuda.is_bf16_supported.call_count == 0
+
+
+def test_the_dtype_off_cuda():
+    assert amp.pick_dtype("cpu") == torch.bfloat16 and not amp.amp_plan("cpu").use_scaler
+    assert amp.pick_dtype("mps") == torch.float16
+    plan = amp.amp_plan("mps")
+    assert (plan.device_type, plan.dtype, plan.use_scaler) == ("mps", torch.float16, True)
+
+
+T4_UNITS = {"fp16 tensor cores": True, "bf16 tensor cores": False, "tf32 tensor cores": False}
+H100_UNITS = {"fp16 tensor cores": True, "bf16 tensor cores": True, "tf32 tensor cores": True}
+
+
+def test_speed_verdict_on_a_t4_says_bf16_is_emulated_and_blames_no_casts():
+    fp32 = step_times(1.0, "fp32", "cuda:0")
+    slower = amp.speed_verdict(step_times(3.0, "bf16", "cuda:0"), fp32, torch.bfloat16, T4_UNITS)
+    assert slower.startswith("bf16 takes 3.00x as long as fp32 (") and "emulated" in slower
+    assert "casts" not in slower and "tensor cores save" not in slower
+    faster = amp.speed_verdict(step_times(0.5, "bf16", "cuda:0"), fp32, torch.bfloat16, T4_UNITS)
+    assert "emulated" in faster and "pays for the casts" not in faster
+    # fp16 on the T4 has tensor cores: there the casts are a fair explanation
+    fp16 = amp.speed_verdict(step_times(1.5, "fp16", "cuda:0"), fp32, torch.float16, T4_UNITS)
+    assert "tensor cores save" in fp16 and "emulated" not in fp16
+    # bf16 on an H100 is native
+    assert "emulated" not in amp.speed_verdict(step_times(1.5, "bf16", "cuda:0"), fp32, torch.bfloat16, H100_UNITS)
+
+
+def test_speed_verdict_without_fp16_tensor_cores_names_them_missing():
+    units = {"fp16 tensor cores": False, "bf16 tensor cores": False, "tf32 tensor cores": False}  # a P100, 6.0
+    text = amp.speed_verdict(step_times(1.5, "fp16", "cuda:0"), step_times(1.0, "fp32", "cuda:0"), torch.float16,
+                             units)
+    assert "no fp16 tensor cores" in text and "casts" not in text
+
+
+def test_the_chapter_times_bf16_on_a_gpu_only_where_it_is_native():
+    """Every cell that times bf16 on the device asks the hardware first: on a T4 it would time the emulation."""
+    sources = [c.source for c in load(solution_path(CHAPTER)).cells if c.cell_type == "code"]
+    timing = [s for s in sources if "amp.compare_precisions(" in s or ("time_callable(" in s and "torch.bfloat16" in s)]
+    assert len(timing) >= 2
+    for source in timing:
+        assert 'units.get("bf16 tensor cores") is False' in source, source[:200]
+    assert any("including_emulation=False" in s for s in sources)

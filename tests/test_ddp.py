@@ -238,6 +238,49 @@ def test_pick_backend_picks_the_gpu_by_local_rank(monkeypatch):
     assert ddp.pick_backend(3, 4) == ("gloo", torch.device("cpu"))
 
 
+def test_pick_backend_takes_the_device_it_is_given(monkeypatch):
+    """A comparison imposes one device on every run: the CPU even with GPUs, CUDA only with a GPU per process."""
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    with fake_machine(cuda=2):
+        assert ddp.pick_backend(1, 2, "cpu") == ("gloo", torch.device("cpu"))
+        assert ddp.pick_backend(1, 2, "cuda") == ("nccl", torch.device("cuda", 1))
+    with fake_machine(cuda=1):
+        assert ddp.pick_backend(0, 1, "cuda") == ("nccl", torch.device("cuda", 0))
+        with pytest.raises(RuntimeError, match="a GPU of its own for every process"):
+            ddp.pick_backend(0, 2, "cuda")
+    with pytest.raises(ValueError, match="device_type"):
+        ddp.pick_backend(0, 1, "gpu")
+
+
+@pytest.mark.parametrize("gpus, nccl, placement, words", [
+    (0, True, ("gloo", "cpu"), "no GPU"),
+    (1, True, ("gloo", "cpu"), "like is compared with like"),
+    (2, True, ("nccl", "cuda"), "one for each"),
+    (2, False, ("gloo", "cpu"), "no NCCL"),
+])
+def test_a_comparison_runs_every_process_count_on_one_placement(monkeypatch, gpus, nccl, placement, words):
+    """On one GPU, 1 and 2 processes both run gloo on the CPU: never 1 on NCCL/GPU against 2 on gloo/CPU."""
+    import torch.distributed as dist
+
+    monkeypatch.setattr(dist, "is_nccl_available", lambda: nccl)
+    with fake_machine(cuda=gpus):
+        chosen = ddp.comparison_placement(2)
+        assert (chosen.backend, chosen.device_type) == placement and words in chosen.reason
+        for processes in (1, 2):  # every run of the comparison, given the same device
+            for rank in range(processes):
+                monkeypatch.setenv("LOCAL_RANK", str(rank))
+                monkeypatch.setenv("LOCAL_WORLD_SIZE", str(processes))
+                backend, dev = ddp.pick_backend(rank, processes, chosen.device_type)
+                assert (backend, dev.type) == placement
+
+
+def test_placement_of_names_what_the_ranks_used():
+    assert ddp.placement_of([{"backend": "gloo", "device": "cpu"}] * 2) == "gloo on cpu"
+    assert ddp.placement_of([{"backend": "nccl", "device": "cuda:1"}, {"backend": "nccl", "device": "cuda:0"}]) == (
+        "nccl on cuda:0, cuda:1")
+
+
 def test_train_on_two_ranks_equals_one_process_on_the_same_batches(tmp_path, no_leftovers):
     x, y = make_regression(12, 5, seed=4)
     run = ddp.launch(ddp.train, 2, args=(x, y, str(tmp_path / "ckpt.pt")), kwargs=dict(epochs=3, batch_size=2, lr=0.1),
@@ -246,6 +289,7 @@ def test_train_on_two_ranks_equals_one_process_on_the_same_batches(tmp_path, no_
     for result in run.results:
         assert result["steps"] == 9 and result["allreduce_seconds"] > 0
         assert len(result["step_seconds"]) == 9 and result["threads"] >= 1
+        assert (result["backend"], result["device"]) == ("gloo", "cpu")  # what it really used
         for key, value in expected.items():
             torch.testing.assert_close(result["weights"][key], value, rtol=1e-4, atol=1e-5)
             assert torch.equal(result["resumed"][key], run.results[0]["weights"][key])
@@ -258,6 +302,8 @@ def test_step_timing_counts_each_step_at_its_slowest_rank_after_warm_up():
     timing = ddp.step_timing(ranks, "2 processes", warmup=1)
     assert timing.times == [0.20, 0.30, 0.10, 0.2] and timing.num_threads == 2 and timing.label == "2 processes"
     assert timing.median == pytest.approx(0.2)
+    assert ddp.step_timing([{**r, "device": f"cuda:{i}"} for i, r in enumerate(ranks)], warmup=1).device == (
+        "cuda:0, cuda:1")
     with pytest.raises(ValueError, match="no step left"):
         ddp.step_timing(ranks, warmup=5)
 
