@@ -24,7 +24,7 @@ from helpers.checks.ch01 import FakeComparison, SimulatedDevice
 def _real():
     return (time.perf_counter, time.time_ns, timeit.default_timer, torch.cuda.synchronize, torch.mps.synchronize,
             torch.accelerator.synchronize, dev.synchronize, bench.synchronize, torch.cuda.is_available,
-            torch.cuda.Event, torch.Event)
+            torch.cuda.Event, torch.Event, torch.cuda.current_stream, torch.cuda.default_stream)
 
 
 # --------------------------------------------------------------------------- the simulated device
@@ -326,6 +326,40 @@ def test_simulated_events_are_put_back_and_polling_an_event_ends():
     assert _real() == originals and namespace == {"Event": torch.cuda.Event}
 
 
+def test_the_simulated_stream_is_the_device_queue_and_events_are_a_class():
+    gpu = SimulatedDevice("cuda")
+    with gpu.active():
+        stream = torch.cuda.current_stream()
+        assert torch.cuda.default_stream("cuda") is stream
+        start = stream.record_event(torch.cuda.Event(enable_timing=True))
+        gpu.kernel(0.002)()
+        end = stream.record_event(torch.cuda.Event(enable_timing=True))
+        assert gpu.busy and not stream.query()
+        stream.synchronize()
+        assert not gpu.busy and stream.query() and gpu.events("sync")
+        assert isinstance(start, torch.cuda.Event)
+        assert torch.cuda.Event.elapsed_time(start, end) == pytest.approx(2.0 + gpu.launch_s * 1e3)
+
+
+def test_a_timer_that_waits_on_the_current_stream_passes():
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        device = torch.device(device)
+        wait = torch.cuda.current_stream(device).synchronize if device.type == "cuda" else (lambda: None)
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            wait()
+            start = time.perf_counter()
+            fn()
+            wait()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    ch01.check_sync(time_on_device, kernel_s=0.002, warmup=3, repeats=10)
+    ch01.check_sync(time_on_device, kernel_s=0.001, warmup=1, repeats=3, device="cuda:0")
+
+
 def _event_timer(*, ms=False, enable_timing=True, wait=True, guard=True):
     """A timer built on CUDA events for a GPU and on perf_counter elsewhere, with one mistake switched on."""
 
@@ -392,7 +426,7 @@ def test_each_event_mistake_costs_the_sync_check_with_its_name(mistake, says):
 def test_events_on_a_machine_without_a_gpu_are_named():
     with pytest.raises(CheckFailed, match="after it created a torch.cuda.Event.*device.type == 'cuda'"):
         ch01.check_runs(_event_timer(guard=False), "cpu", warmup=1, repeats=2)
-    assert torch.cuda.Event is _real()[-2]
+    assert _real()[-4:] == (torch.cuda.Event, torch.Event, torch.cuda.current_stream, torch.cuda.default_stream)
 
 
 # --------------------------------------------------------------------------- the injected comparison

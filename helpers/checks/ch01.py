@@ -40,6 +40,7 @@ __all__ = [
     "FakeComparison",
     "SimulatedDevice",
     "SimulatedEvent",
+    "SimulatedStream",
     "as_seconds",
     "check_crossover",
     "check_median",
@@ -177,9 +178,37 @@ class SimulatedEvent:
         return f"SimulatedEvent(enable_timing={self.enable_timing}, at={self.at})"
 
 
-def _no_events(*args: Any, **kwargs: Any) -> None:
-    """``torch.cuda.Event`` on a machine without CUDA: torch's CPU-only build raises this."""
-    raise RuntimeError(NO_EVENTS)
+class SimulatedStream:
+    """``torch.cuda.current_stream()`` on a :class:`SimulatedDevice`: its one queue of work.
+
+    ``synchronize()`` waits for everything queued (as the device's own
+    synchronize does); ``record_event`` records an event on it; ``query()``
+    polls like :meth:`SimulatedEvent.query`. One stream, so waits between
+    streams have nothing to do.
+    """
+
+    def __init__(self, sim: "SimulatedDevice") -> None:
+        self.sim = sim
+
+    def synchronize(self) -> None:
+        self.sim.synchronize()
+
+    def query(self) -> bool:
+        done = not self.sim.busy
+        if not done:
+            self.sim.now = min(self.sim.free_at, self.sim.now + self.sim.launch_s)
+        return done
+
+    def record_event(self, event: SimulatedEvent | None = None) -> SimulatedEvent:
+        event = event if event is not None else self.sim.event()
+        event.record(self)
+        return event
+
+    def wait_event(self, event: Any) -> None:
+        """Make this stream wait for an event: one stream here, so nothing to do."""
+
+    def wait_stream(self, stream: Any) -> None:
+        """Make this stream wait for another: one stream here, so nothing to do."""
 
 
 
@@ -196,8 +225,9 @@ class SimulatedDevice:
     or none (``kind="cpu"``), the clocks in :data:`CLOCKS` read the virtual
     clock (so results do not depend on how fast the grader is), and every route
     in :func:`sync_routes` waits for the virtual queue (any arguments accepted),
-    and ``torch.cuda.Event`` (``torch.Event`` for this device) makes a
-    :class:`SimulatedEvent` on the same queue and clock.
+    ``torch.cuda.Event`` (``torch.Event`` for this device) makes a
+    :class:`SimulatedEvent` on the same queue and clock, and
+    ``torch.cuda.current_stream()`` is that queue (:class:`SimulatedStream`).
     ``log`` records, in order, ``("call", i)``, ``("sync", busy)``,
     ``("clock", busy)``, ``("record", busy)`` and ``("elapsed", mistake)``, where
     ``busy`` says whether queued work was unfinished then (for an event's
@@ -213,6 +243,8 @@ class SimulatedDevice:
         self.calls = 0
         self.log: list[tuple] = []
         self._owner: int | None = None
+        self._event_class: type[SimulatedEvent] | None = None
+        self._stream = SimulatedStream(self)
 
     @property
     def busy(self) -> bool:
@@ -280,14 +312,32 @@ class SimulatedDevice:
 
     def event(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
               external: bool = False) -> SimulatedEvent:
-        """``torch.cuda.Event(...)`` while active: an event on this device's queue and clock.
+        """An event on this device's queue and clock, as ``torch.cuda.Event(...)`` makes one while active."""
+        return self.event_class(enable_timing, blocking, interprocess, external)
 
-        On ``kind="cpu"`` too, where the mark is reached at once: an event timer
+    @property
+    def event_class(self) -> type[SimulatedEvent]:
+        """What ``torch.cuda.Event`` is while active: a class (so ``torch.cuda.Event.elapsed_time(a, b)`` works).
+
+        On ``kind="cpu"`` too, where a mark is reached at once: an event timer
         that forgets its guard is graded once, by :func:`check_runs` (the real
         CPU, where ``torch.cuda.Event()`` raises), as an unguarded
         ``torch.cuda.synchronize()`` is.
         """
-        return SimulatedEvent(self, enable_timing, blocking, interprocess, external)
+        if self._event_class is None:
+            sim = self
+
+            class Event(SimulatedEvent):
+                def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
+                             external: bool = False) -> None:
+                    super().__init__(sim, enable_timing, blocking, interprocess, external)
+
+            self._event_class = Event
+        return self._event_class
+
+    def stream(self, *args: Any, **kwargs: Any) -> SimulatedStream:
+        """``torch.cuda.current_stream(device)`` and ``default_stream(device)`` while active: the one queue."""
+        return self._stream
 
     def _generic_event(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """``torch.Event(device=None, *, enable_timing=...)``: this device's event for "cuda" or the default."""
@@ -304,7 +354,8 @@ class SimulatedDevice:
         """The clock, synchronisation and event patches that ride on the fake machine."""
         clocks = [(owner, attr, self._clock(name, getattr(owner, attr), scale))
                   for name, (owner, attr, scale) in CLOCKS.items()]
-        events = [(torch.cuda, "Event", self.event)]
+        events = [(torch.cuda, "Event", self.event_class), (torch.cuda, "current_stream", self.stream),
+                  (torch.cuda, "default_stream", self.stream)]
         if hasattr(torch, "Event"):
             events.append((torch, "Event", self._generic_event(torch.Event)))
         return clocks + events + [(owner, attr, self.synchronize) for owner, attr in sync_routes()]
