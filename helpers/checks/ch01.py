@@ -2,7 +2,8 @@
 
 Nothing here measures real speed. The timer exercise runs on a
 :class:`SimulatedDevice` (a virtual clock, and a simulated GPU whose work
-finishes only when it is synchronised); the comparison exercise gets its
+finishes only when it is synchronised, with its CUDA events and its stream
+on the same clock); the comparison exercise gets its
 timings injected by a :class:`FakeComparison`. Both are built from the one
 fake machine and the one patching utility (:mod:`helpers.checks.machine`,
 :mod:`helpers.checks.patching`).
