@@ -248,8 +248,8 @@ def demo_sizes(device: str | torch.device, *, launch_s: float | None = None, flo
 
     ``properties`` defaults to ``torch.cuda.get_device_properties(device)``.
     The CPU keeps :data:`CPU_DEMO_SIZES`, which run in milliseconds there. A
-    device that reports no cache size (MPS) keeps the CPU's ``stream_n``; its
-    ``matmul_n`` follows the launch cost when one was measured.
+    device that reports no cache size or SM count (MPS) keeps the CPU's sizes,
+    ``matmul_n`` raised to dwarf the launch cost when one was measured.
     """
     device = torch.device(device)
     if device.type == "cpu":
@@ -271,7 +271,8 @@ def demo_sizes(device: str | torch.device, *, launch_s: float | None = None, flo
     sms = getattr(properties, "multi_processor_count", 0) or 0
     matmul_n = _power_of_two_at_least(128 * sms**0.5, 256) if sms else CPU_DEMO_SIZES["matmul_n"]
     if launch_s and flops_per_s:
-        matmul_n = max(matmul_n, _power_of_two_at_least((launch_multiple * launch_s * flops_per_s / 2) ** (1 / 3), 256))
+        dwarfs_launch = (launch_multiple * launch_s * flops_per_s / 2) ** (1 / 3)  # 2n³ / FLOP/s = that many launches
+        matmul_n = max(matmul_n, _power_of_two_at_least(dwarfs_launch, 256))
     while matmul_n > 256 and not _fits(matmul_n, 3, memory, memory_fraction):
         matmul_n //= 2
     why = [f"{(matmul_n // 128) ** 2} tiles of 128x128 for {sms} SMs"] if sms else []

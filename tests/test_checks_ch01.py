@@ -402,7 +402,8 @@ def test_events_synchronised_once_after_every_call_are_right_too():
     def time_on_device(fn, device, warmup=3, repeats=10):
         for _ in range(warmup):
             fn()
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(repeats)]
         for start, end in pairs:
             start.record()
             fn()

@@ -505,8 +505,8 @@ def event_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | N
         return None
     got, each = format_seconds(seconds), format_seconds(kernel_s)
     if abs(seconds - kernel_s * 1e3) <= 1e3 * slack:
-        return (f"milliseconds returned as seconds: time_on_device returned {got} for work that takes {each} a call. "
-                f"start.elapsed_time(end) is in milliseconds: divide it by 1000 (elapsed_time(end) / 1e3).")
+        return (f"milliseconds returned as seconds: time_on_device returned {got} for work that takes {each} a "
+                f"call. start.elapsed_time(end) is in milliseconds: divide it by 1000 (elapsed_time(end) / 1e3).")
     return (f"time_on_device returned {got} for work that takes {each} a call, timed with events: record the start "
             f"event just before fn() and the end event just after it, start.record(); fn(); end.record(), then "
             f"end.synchronize() and start.elapsed_time(end) / 1e3, and return the median of those seconds.")
