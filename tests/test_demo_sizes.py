@@ -8,9 +8,11 @@ finding 4). The properties here are faked: an H100-like GPU (50 MiB L2, 80 GiB) 
 
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 import torch
 
+from course import solution_path
 from helpers import device as dev
 from helpers.checks import fake_machine
 
@@ -77,3 +79,14 @@ def test_the_properties_are_read_from_torch_on_cuda():
             assert dev.demo_sizes("cuda", launch_s=8e-6, flops_per_s=4.5e12).stream_n == 2048
         finally:
             torch.cuda.get_device_properties = real
+
+
+def test_chapter_01s_gpu_demos_take_their_sizes_from_demo_sizes_and_conclude_through_compare():
+    """The finding's cells: the kinds demo (c011) and the synchronisation demo (c015) once hard-coded n=1024 and
+    n=512, which an H100 holds in L2 or launches faster than it computes; the events demo (c015b) is new."""
+    cells = {c.id: c.source for c in nbformat.read(str(solution_path("01_why_gpus")), as_version=4).cells}
+    assert "dev.demo_sizes(device" in cells["c010a"] and "get_device_properties" in cells["c010a"]
+    assert "n = demo.stream_n" in cells["c011"] and "launch_s / copy.median" in cells["c011"]
+    assert "demo.matmul_n" in cells["c015"] and "bench.compare(" in cells["c015"]
+    assert "demo.matmul_n" in cells["c015b"] and "torch.cuda.Event(enable_timing=True)" in cells["c015b"]
+    assert "end.synchronize()" in cells["c015b"] and "elapsed_time(end) / 1000" in cells["c015b"]
