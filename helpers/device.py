@@ -19,9 +19,11 @@ from helpers import errors
 
 __all__ = [
     "DEVICE_ENV_VAR",
+    "DemoSizes",
     "DeviceUnavailableError",
     "accelerator",
     "available_devices",
+    "demo_sizes",
     "explain_device_error",
     "pick_device",
     "synchronize",
@@ -188,3 +190,95 @@ def explain_device_error(err: BaseException) -> str | None:
     """
     found = errors.diagnosis_of(err, _DEVICE_RULES)
     return None if found is None else f"{found.cause}: {found.fix}."
+
+
+# --------------------------------------------------------------------------- demo sizes per device (chapter 01)
+
+#: The CPU's demo sizes: a product and an add that take milliseconds there, so a chapter runs in seconds.
+CPU_DEMO_SIZES = {"stream_n": 1024, "matmul_n": 512}
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoSizes:
+    """How large chapter 01's demos are on one device, and why (``reason``, one sentence per choice).
+
+    ``stream_n``: n of the n×n float32 tensors of the memory-bound demo (an add
+    and a copy). ``matmul_n``: n of the n×n products of the synchronisation and
+    CUDA-event demos.
+    """
+
+    stream_n: int
+    matmul_n: int
+    reason: str
+
+
+def _power_of_two_at_least(x: float, low: int) -> int:
+    n = low
+    while n < x:
+        n *= 2
+    return n
+
+
+def _fits(n: int, tensors: int, total_memory: float, memory_fraction: float) -> bool:
+    return tensors * n * n * 4 <= memory_fraction * total_memory
+
+
+def demo_sizes(device: str | torch.device, *, launch_s: float | None = None, flops_per_s: float | None = None,
+               properties: Any = None, l2_multiple: int = 8, launch_multiple: int = 50,
+               memory_fraction: float = 1 / 8) -> DemoSizes:
+    """Sizes for which a demo on ``device`` shows the effect it teaches, not a cache or the launch cost.
+
+    Why: a GPU demo that is too small measures something else. An add whose
+    tensors fit in the GPU's L2 cache (50 MiB on an H100) runs at the cache's
+    speed, not memory's; a kernel shorter than its launch (a few µs) measures
+    the launch rate, so a timing with and without synchronising comes out the
+    same. So, on CUDA:
+
+    - ``stream_n``: the smallest power of two (at least 1024) whose three n×n
+      float32 tensors (two read, one written) hold ``l2_multiple`` times the L2
+      cache (``properties.L2_cache_size``): at most one byte in eight read can
+      still be in L2 from the call before;
+    - ``matmul_n``: the smallest power of two (at least 256) whose product
+      (2n³ operations at ``flops_per_s``, measured) takes ``launch_multiple``
+      times the cost of one call of a tiny kernel (``launch_s``, measured),
+      and gives each streaming multiprocessor (``multi_processor_count``) at
+      least one 128×128 tile of the result, so the whole GPU works;
+    - neither takes more than ``memory_fraction`` of the GPU's memory
+      (``total_memory``) for its three tensors.
+
+    ``properties`` defaults to ``torch.cuda.get_device_properties(device)``.
+    The CPU keeps :data:`CPU_DEMO_SIZES`, which run in milliseconds there. A
+    device that reports no cache size or SM count (MPS) keeps the CPU's sizes,
+    ``matmul_n`` raised to dwarf the launch cost when one was measured.
+    """
+    device = torch.device(device)
+    if device.type == "cpu":
+        return DemoSizes(**CPU_DEMO_SIZES, reason="on the CPU: sizes whose products and adds take milliseconds")
+    if device.type == "cuda" and properties is None:
+        properties = torch.cuda.get_device_properties(device)
+    memory = getattr(properties, "total_memory", 0) or float("inf")
+    reasons = []
+    l2 = getattr(properties, "L2_cache_size", 0) or 0
+    if l2:
+        stream_n = _power_of_two_at_least((l2_multiple * l2 / 12) ** 0.5, 1024)
+        while stream_n > 1024 and not _fits(stream_n, 3, memory, memory_fraction):
+            stream_n //= 2
+        reasons.append(f"stream_n={stream_n}: 3 tensors of {3 * stream_n**2 * 4 / l2:.0f}x the "
+                       f"{l2 / 2**20:.0f} MiB L2 cache (wanted {l2_multiple}x)")
+    else:
+        stream_n = CPU_DEMO_SIZES["stream_n"]
+        reasons.append(f"stream_n={stream_n}: the device reports no cache size")
+    sms = getattr(properties, "multi_processor_count", 0) or 0
+    matmul_n = _power_of_two_at_least(128 * sms**0.5, 256) if sms else CPU_DEMO_SIZES["matmul_n"]
+    if launch_s and flops_per_s:
+        dwarfs_launch = (launch_multiple * launch_s * flops_per_s / 2) ** (1 / 3)  # 2n³ / FLOP/s = that many launches
+        matmul_n = max(matmul_n, _power_of_two_at_least(dwarfs_launch, 256))
+    while matmul_n > 256 and not _fits(matmul_n, 3, memory, memory_fraction):
+        matmul_n //= 2
+    why = [f"{(matmul_n // 128) ** 2} tiles of 128x128 for {sms} SMs"] if sms else []
+    if launch_s and flops_per_s:
+        why.insert(0, f"one product is about {2 * matmul_n**3 / flops_per_s / launch_s:.0f}x the launch cost")
+    else:
+        why.append("no launch cost measured")
+    reasons.append(f"matmul_n={matmul_n}: " + ", ".join(why))
+    return DemoSizes(stream_n=stream_n, matmul_n=matmul_n, reason="; ".join(reasons))

@@ -23,7 +23,8 @@ from helpers.checks.ch01 import FakeComparison, SimulatedDevice
 
 def _real():
     return (time.perf_counter, time.time_ns, timeit.default_timer, torch.cuda.synchronize, torch.mps.synchronize,
-            torch.accelerator.synchronize, dev.synchronize, bench.synchronize, torch.cuda.is_available)
+            torch.accelerator.synchronize, dev.synchronize, bench.synchronize, torch.cuda.is_available,
+            torch.cuda.Event, torch.Event, torch.cuda.current_stream, torch.cuda.default_stream)
 
 
 # --------------------------------------------------------------------------- the simulated device
@@ -282,6 +283,151 @@ def test_every_listed_course_version_exists():
         for spec in delegation.COURSE_VERSIONS[exercise]:
             module, _, name = spec.partition(":")
             assert callable(getattr(importlib.import_module(module), name)), spec
+
+
+# --------------------------------------------------------------------------- CUDA events
+
+
+def test_a_simulated_event_marks_the_queue_and_times_the_device_in_milliseconds():
+    gpu = SimulatedDevice("cuda")
+    fn = gpu.kernel(0.004)
+    with gpu.active():
+        start, end = torch.cuda.Event(enable_timing=True), torch.Event("cuda", enable_timing=True)
+        fn()  # queued before the start mark: not timed
+        start.record()
+        fn()
+        end.record()
+        assert gpu.busy and not end.query()
+        with pytest.raises(RuntimeError, match="must be completed"):
+            start.elapsed_time(end)  # the end mark is not reached yet
+        end.synchronize()
+        assert not gpu.busy and end.query()
+        assert start.elapsed_time(end) == pytest.approx(4.0)  # milliseconds, the device's time
+        with pytest.raises(ValueError, match="enable_timing=True"):
+            torch.cuda.Event().elapsed_time(end)
+        with pytest.raises(ValueError, match="must be recorded"):
+            torch.cuda.Event(enable_timing=True).elapsed_time(end)
+    assert [m for _, m in gpu.events("elapsed")] == ["pending", "ok", "untimed", "unrecorded"]
+
+
+def test_simulated_events_are_put_back_and_polling_an_event_ends():
+    originals = _real()
+    namespace = {"Event": torch.cuda.Event}
+    gpu = SimulatedDevice("cuda")
+    with gpu.active([namespace]):
+        start, end = namespace["Event"](enable_timing=True), namespace["Event"](enable_timing=True)
+        start.record()
+        gpu.kernel(0.001)()
+        end.record()
+        polls = 0
+        while not end.query():  # a busy-wait on the event is a wait too
+            polls += 1
+        assert polls > 0 and start.elapsed_time(end) == pytest.approx(1.0 + gpu.launch_s * 1e3)
+    assert _real() == originals and namespace == {"Event": torch.cuda.Event}
+
+
+def test_the_simulated_stream_is_the_device_queue_and_events_are_a_class():
+    gpu = SimulatedDevice("cuda")
+    with gpu.active():
+        stream = torch.cuda.current_stream()
+        assert torch.cuda.default_stream("cuda") is stream
+        start = stream.record_event(torch.cuda.Event(enable_timing=True))
+        gpu.kernel(0.002)()
+        end = stream.record_event(torch.cuda.Event(enable_timing=True))
+        assert gpu.busy and not stream.query()
+        stream.synchronize()
+        assert not gpu.busy and stream.query() and gpu.events("sync")
+        assert isinstance(start, torch.cuda.Event)
+        assert torch.cuda.Event.elapsed_time(start, end) == pytest.approx(2.0 + gpu.launch_s * 1e3)
+
+
+def test_a_timer_that_waits_on_the_current_stream_passes():
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        device = torch.device(device)
+        wait = torch.cuda.current_stream(device).synchronize if device.type == "cuda" else (lambda: None)
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            wait()
+            start = time.perf_counter()
+            fn()
+            wait()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    ch01.check_sync(time_on_device, kernel_s=0.002, warmup=3, repeats=10)
+    ch01.check_sync(time_on_device, kernel_s=0.001, warmup=1, repeats=3, device="cuda:0")
+
+
+def _event_timer(*, ms=False, enable_timing=True, wait=True, guard=True):
+    """A timer built on CUDA events for a GPU and on perf_counter elsewhere, with one mistake switched on."""
+
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        device = torch.device(device)
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            if device.type == "cuda" or not guard:
+                start = torch.cuda.Event(enable_timing=enable_timing)
+                end = torch.cuda.Event(enable_timing=enable_timing)
+                start.record()
+                fn()
+                end.record()
+                if wait:
+                    end.synchronize()
+                elapsed = start.elapsed_time(end)
+                times.append(elapsed if ms else elapsed / 1e3)
+            else:
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    return time_on_device
+
+
+def test_a_timer_built_on_cuda_events_passes_every_timer_check():
+    timer = _event_timer()
+    ch01.check_runs(timer, "cpu", warmup=1, repeats=3)
+    ch01.check_sync(timer, kernel_s=0.002, warmup=3, repeats=10)
+    ch01.check_sync(timer, kernel_s=0.0003, warmup=4, repeats=5, device=torch.device("cuda"))
+    ch01.check_warmup(timer, warmup=3, repeats=10)
+    ch01.check_untimed_warmup(timer, [0.05, 0.04, 0.05, 0.0011, 0.001, 0.0012], warmup=3)
+    ch01.check_median(timer, DURATIONS, warmup=3, repeats=10)
+
+
+def test_events_synchronised_once_after_every_call_are_right_too():
+    def time_on_device(fn, device, warmup=3, repeats=10):
+        for _ in range(warmup):
+            fn()
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(repeats)]
+        for start, end in pairs:
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in pairs) / 1000
+
+    ch01.check_sync(time_on_device, kernel_s=0.002, warmup=3, repeats=10, device="cuda")
+
+
+@pytest.mark.parametrize("mistake, says", [({"ms": True}, "milliseconds returned as seconds"),
+                                           ({"enable_timing": False}, "without enable_timing=True"),
+                                           ({"wait": False}, "before the end event had finished.*end.synchronize")])
+def test_each_event_mistake_costs_the_sync_check_with_its_name(mistake, says):
+    timer = _event_timer(**mistake)
+    with pytest.raises(CheckFailed, match=says):
+        ch01.check_sync(timer, kernel_s=0.002, warmup=3, repeats=10)
+    ch01.check_median(timer, DURATIONS, warmup=3, repeats=10)  # the CPU path is right: one mistake, one check
+
+
+def test_events_on_a_machine_without_a_gpu_are_named():
+    with pytest.raises(CheckFailed, match="after it created a torch.cuda.Event.*device.type == 'cuda'"):
+        ch01.check_runs(_event_timer(guard=False), "cpu", warmup=1, repeats=2)
+    assert _real()[-4:] == (torch.cuda.Event, torch.Event, torch.cuda.current_stream, torch.cuda.default_stream)
 
 
 # --------------------------------------------------------------------------- the injected comparison

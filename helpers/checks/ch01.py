@@ -2,7 +2,8 @@
 
 Nothing here measures real speed. The timer exercise runs on a
 :class:`SimulatedDevice` (a virtual clock, and a simulated GPU whose work
-finishes only when it is synchronised); the comparison exercise gets its
+finishes only when it is synchronised, with its CUDA events and its stream
+on the same clock); the comparison exercise gets its
 timings injected by a :class:`FakeComparison`. Both are built from the one
 fake machine and the one patching utility (:mod:`helpers.checks.machine`,
 :mod:`helpers.checks.patching`).
@@ -39,6 +40,8 @@ from helpers.checks.patching import Change, patched
 __all__ = [
     "FakeComparison",
     "SimulatedDevice",
+    "SimulatedEvent",
+    "SimulatedStream",
     "as_seconds",
     "check_crossover",
     "check_median",
@@ -102,6 +105,114 @@ def _namespaces(fn: Any) -> list[dict]:
 # --------------------------------------------------------------------------- the simulated device
 
 
+NOT_TIMED = "Both events must be created with argument 'enable_timing=True'."  # torch's ValueError, word for word
+NOT_RECORDED = "Both events must be recorded before calculating elapsed time."
+NOT_COMPLETED = "Both events must be completed before calculating elapsed time."
+NO_EVENTS = "Tried to instantiate dummy base class Event"  # torch.cuda.Event() on a CPU-only build of torch
+
+EVENT_MISTAKES = {
+    "untimed": ("the events were created without enable_timing=True: torch.cuda.Event() cannot time anything "
+                "(elapsed_time raises ValueError: " + NOT_TIMED + ") Create both with "
+                "torch.cuda.Event(enable_timing=True)."),
+    "unrecorded": ("elapsed_time was called on an event that was never recorded (ValueError: " + NOT_RECORDED +
+                   ") Call start.record() before fn() and end.record() after it."),
+    "pending": ("elapsed_time was read before the end event had finished: the events were recorded, but the host "
+                "did not wait for the end event, so on a GPU the time is not known yet (RuntimeError: " +
+                NOT_COMPLETED + ") Call end.synchronize() after end.record() and before start.elapsed_time(end)."),
+}
+
+
+class SimulatedEvent:
+    """``torch.cuda.Event`` on a :class:`SimulatedDevice`: a mark in the device's queue, on its virtual clock.
+
+    ``record()`` puts the mark behind the work queued so far: it is reached
+    when that work is done (``free_at``), or at once on an idle device.
+    ``synchronize()`` makes the host wait (in virtual time) until the mark is
+    reached; ``query()`` says whether it is, each poll costing the host one
+    launch's time; ``elapsed_time(end)`` is the milliseconds between two
+    reached marks. As in torch, ``elapsed_time`` raises ValueError without
+    ``enable_timing=True`` or a record, and RuntimeError while a mark is not
+    reached yet; each misuse is logged as ``("elapsed", mistake)`` (a key of
+    :data:`EVENT_MISTAKES`, or ``"ok"``), so the checks can name it.
+    """
+
+    def __init__(self, sim: "SimulatedDevice", enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False, external: bool = False) -> None:
+        self.sim = sim
+        self.enable_timing = bool(enable_timing)
+        self.at: float | None = None  # virtual time at which the device reaches this mark
+
+    def record(self, stream: Any = None) -> None:
+        self.sim.log.append(("record", self.sim.busy))
+        self.at = max(self.sim.free_at, self.sim.now)
+
+    def query(self) -> bool:
+        if self.at is None:
+            return True  # as CUDA: an event never recorded has nothing to wait for
+        done = self.sim.now >= self.at - 1e-15
+        if not done:
+            self.sim.now = min(self.at, self.sim.now + self.sim.launch_s)  # a poll takes a little host time
+        return done
+
+    def synchronize(self) -> None:
+        if self.at is not None:
+            self.sim.log.append(("sync", self.sim.now < self.at - 1e-15))
+            self.sim.now = max(self.sim.now, self.at)
+
+    def wait(self, stream: Any = None) -> None:
+        """Make a stream wait for this event: one stream here, so nothing to do."""
+
+    def elapsed_time(self, end: "SimulatedEvent") -> float:
+        mistake = ("untimed" if not (self.enable_timing and getattr(end, "enable_timing", False)) else
+                   "unrecorded" if self.at is None or getattr(end, "at", None) is None else
+                   "pending" if max(self.at, end.at) > self.sim.now + 1e-15 else "ok")
+        self.sim.log.append(("elapsed", mistake))
+        if mistake == "untimed":
+            raise ValueError(NOT_TIMED)
+        if mistake == "unrecorded":
+            raise ValueError(NOT_RECORDED)
+        if mistake == "pending":
+            raise RuntimeError(NOT_COMPLETED)
+        return (end.at - self.at) * 1e3
+
+    def __repr__(self) -> str:
+        return f"SimulatedEvent(enable_timing={self.enable_timing}, at={self.at})"
+
+
+class SimulatedStream:
+    """``torch.cuda.current_stream()`` on a :class:`SimulatedDevice`: its one queue of work.
+
+    ``synchronize()`` waits for everything queued (as the device's own
+    synchronize does); ``record_event`` records an event on it; ``query()``
+    polls like :meth:`SimulatedEvent.query`. One stream, so waits between
+    streams have nothing to do.
+    """
+
+    def __init__(self, sim: "SimulatedDevice") -> None:
+        self.sim = sim
+
+    def synchronize(self) -> None:
+        self.sim.synchronize()
+
+    def query(self) -> bool:
+        done = not self.sim.busy
+        if not done:
+            self.sim.now = min(self.sim.free_at, self.sim.now + self.sim.launch_s)
+        return done
+
+    def record_event(self, event: SimulatedEvent | None = None) -> SimulatedEvent:
+        event = event if event is not None else self.sim.event()
+        event.record(self)
+        return event
+
+    def wait_event(self, event: Any) -> None:
+        """Make this stream wait for an event: one stream here, so nothing to do."""
+
+    def wait_stream(self, stream: Any) -> None:
+        """Make this stream wait for another: one stream here, so nothing to do."""
+
+
+
 class SimulatedDevice:
     """A stand-in device with a virtual clock, to check a timer's logic on a CPU-only grader.
 
@@ -114,9 +225,14 @@ class SimulatedDevice:
     :class:`~helpers.checks.machine.FakeMachine` with one GPU (``kind="cuda"``)
     or none (``kind="cpu"``), the clocks in :data:`CLOCKS` read the virtual
     clock (so results do not depend on how fast the grader is), and every route
-    in :func:`sync_routes` waits for the virtual queue (any arguments accepted).
-    ``log`` records, in order, ``("call", i)``, ``("sync", busy)`` and
-    ``("clock", busy)``, where ``busy`` says whether queued work was unfinished then.
+    in :func:`sync_routes` waits for the virtual queue (any arguments accepted),
+    ``torch.cuda.Event`` (``torch.Event`` for this device) makes a
+    :class:`SimulatedEvent` on the same queue and clock, and
+    ``torch.cuda.current_stream()`` is that queue (:class:`SimulatedStream`).
+    ``log`` records, in order, ``("call", i)``, ``("sync", busy)``,
+    ``("clock", busy)``, ``("record", busy)`` and ``("elapsed", mistake)``, where
+    ``busy`` says whether queued work was unfinished then (for an event's
+    ``synchronize``, whether its mark was not reached yet).
     """
 
     def __init__(self, kind: str = "cuda", *, launch_s: float = 5e-6, start: float = 1000.0) -> None:
@@ -128,6 +244,8 @@ class SimulatedDevice:
         self.calls = 0
         self.log: list[tuple] = []
         self._owner: int | None = None
+        self._event_class: type[SimulatedEvent] | None = None
+        self._stream = SimulatedStream(self)
 
     @property
     def busy(self) -> bool:
@@ -193,11 +311,55 @@ class SimulatedDevice:
 
         return read
 
+    def event(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
+              external: bool = False) -> SimulatedEvent:
+        """An event on this device's queue and clock, as ``torch.cuda.Event(...)`` makes one while active."""
+        return self.event_class(enable_timing, blocking, interprocess, external)
+
+    @property
+    def event_class(self) -> type[SimulatedEvent]:
+        """What ``torch.cuda.Event`` is while active: a class (so ``torch.cuda.Event.elapsed_time(a, b)`` works).
+
+        On ``kind="cpu"`` too, where a mark is reached at once: an event timer
+        that forgets its guard is graded once, by :func:`check_runs` (the real
+        CPU, where ``torch.cuda.Event()`` raises), as an unguarded
+        ``torch.cuda.synchronize()`` is.
+        """
+        if self._event_class is None:
+            sim = self
+
+            class Event(SimulatedEvent):
+                def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
+                             external: bool = False) -> None:
+                    super().__init__(sim, enable_timing, blocking, interprocess, external)
+
+            self._event_class = Event
+        return self._event_class
+
+    def stream(self, *args: Any, **kwargs: Any) -> SimulatedStream:
+        """``torch.cuda.current_stream(device)`` and ``default_stream(device)`` while active: the one queue."""
+        return self._stream
+
+    def _generic_event(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``torch.Event(device=None, *, enable_timing=...)``: this device's event for "cuda" or the default."""
+
+        def make(device: Any = None, *, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False) -> Any:
+            if device is None or _type(device) == self.device.type:
+                return self.event(enable_timing, blocking, interprocess)
+            return original(device, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
+
+        return make
+
     def changes(self) -> list[Change]:
-        """The clock and synchronisation patches that ride on the fake machine."""
+        """The clock, synchronisation and event patches that ride on the fake machine."""
         clocks = [(owner, attr, self._clock(name, getattr(owner, attr), scale))
                   for name, (owner, attr, scale) in CLOCKS.items()]
-        return clocks + [(owner, attr, self.synchronize) for owner, attr in sync_routes()]
+        events = [(torch.cuda, "Event", self.event_class), (torch.cuda, "current_stream", self.stream),
+                  (torch.cuda, "default_stream", self.stream)]
+        if hasattr(torch, "Event"):
+            events.append((torch, "Event", self._generic_event(torch.Event)))
+        return clocks + events + [(owner, attr, self.synchronize) for owner, attr in sync_routes()]
 
     @contextlib.contextmanager
     def active(self, namespaces: Iterable[dict] = ()) -> Iterator["SimulatedDevice"]:
@@ -226,8 +388,15 @@ def simulate_timer(timer: Callable[..., Any], kind: str | torch.device,
 
     def attempt(arg: Any) -> tuple[SimulatedDevice, Any]:
         sim = SimulatedDevice(str(kind))
-        with sim.active(_namespaces(timer)), warnings_dropped():
-            return sim, solved(timer, sim.kernel(durations), sim.device if arg is None else arg, **kwargs)
+        try:
+            with sim.active(_namespaces(timer)), warnings_dropped():
+                return sim, solved(timer, sim.kernel(durations), sim.device if arg is None else arg, **kwargs)
+        except CheckFailed:
+            raise
+        except Exception:  # noqa: BLE001 - an event misused: torch's error, named as the mistake
+            if (mistake := event_mistake(sim)) is not None:
+                raise CheckFailed(mistake) from None
+            raise
 
     try:
         return attempt(device)
@@ -251,8 +420,14 @@ def _device_text(device: Any) -> str:
     return f"torch.device({str(device)!r})" if isinstance(device, torch.device) else repr(device)
 
 
-def _crash(err: Exception, device: Any) -> CheckFailed:
+def _crash(err: Exception, device: Any, events_tried: bool = False) -> CheckFailed:
     crashed = f"time_on_device raised {type(err).__name__} ({_first_line(err)}) timing work on the CPU"
+    if events_tried:
+        return CheckFailed(
+            f"{crashed} of a machine without a GPU, after it created a torch.cuda.Event: CUDA events exist only on "
+            f"a CUDA GPU (on a machine without one, torch.cuda.Event() raises). Time with events only when "
+            f"device.type == 'cuda', and time every other device with a host clock (time.perf_counter) and "
+            f"dev.synchronize(device).")
     if isinstance(device, str):
         return CheckFailed(
             f"{crashed} with the device given as a string, {device!r}. `device` may be a torch.device or "
@@ -267,14 +442,19 @@ def _time_on_cpu(timer: Callable[..., Any], device: Any, **kwargs: Any) -> tuple
     """(calls of fn, result) of the timer on real CPU work, as a laptop without a GPU runs it."""
     g = torch.Generator().manual_seed(0)  # the learner's global random state stays as it was
     a, b = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)
-    calls = []
+    calls, events = [], []
 
     def fn() -> torch.Tensor:
         calls.append(1)
         return a @ b
 
+    def no_events(*args: Any, **kwargs: Any) -> None:  # what torch.cuda.Event() does on a CPU-only build
+        events.append(1)
+        raise RuntimeError(NO_EVENTS)
+
     try:
-        with cpu_only_machine(), forbid_course_versions(getattr(timer, "__name__", "")), warnings_dropped():
+        with cpu_only_machine(), patched([(torch.cuda, "Event", no_events)], _namespaces(timer)), \
+                forbid_course_versions(getattr(timer, "__name__", "")), warnings_dropped():
             result = timer(fn, device, **kwargs)
         return len(calls), result
     except CheckFailed:
@@ -285,7 +465,7 @@ def _time_on_cpu(timer: Callable[..., Any], device: Any, **kwargs: Any) -> tuple
         solved(timer, lambda: None, device, **kwargs)  # raises "`time_on_device` is not written yet"
         raise
     except Exception as err:  # noqa: BLE001 - a crash becomes a message naming its cause
-        raise _crash(err, device) from None
+        raise _crash(err, device, bool(events)) from None
 
 
 def check_runs(time_on_device: Callable[..., Any], device: Any, warmup: int, repeats: int) -> None:
@@ -300,15 +480,52 @@ def check_runs(time_on_device: Callable[..., Any], device: Any, warmup: int, rep
                         f"end, end - start.")
 
 
+def event_mistake(sim: SimulatedDevice) -> str | None:
+    """The first misuse of an event's ``elapsed_time`` (see :data:`EVENT_MISTAKES`), in words; None if none."""
+    mistakes = [m for _, m in sim.events("elapsed") if m != "ok"]
+    return EVENT_MISTAKES[mistakes[0]] if mistakes else None
+
+
+def event_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | None:
+    """None if a timer that times with events returned the seconds of one call, else the mistake in words.
+
+    The events' marks sit in the device's queue, so they time the device's
+    work whenever the host reads them, once the end mark is reached (a wait on
+    it, ``end.synchronize()``, or on the whole device). ``elapsed_time`` is in
+    milliseconds. A launch or two between the marks is part of what a GPU
+    measures too, hence the tolerance.
+    """
+    if (mistake := event_mistake(sim)) is not None:
+        return mistake
+    seconds = as_seconds(result)
+    if seconds is None:
+        return f"time_on_device returned {result!r} ({type(result).__name__}); expected one number, in seconds."
+    slack = 0.1 * kernel_s + 2 * sim.launch_s
+    if abs(seconds - kernel_s) <= slack:
+        return None
+    got, each = format_seconds(seconds), format_seconds(kernel_s)
+    if abs(seconds - kernel_s * 1e3) <= 1e3 * slack:
+        return (f"milliseconds returned as seconds: time_on_device returned {got} for work that takes {each} a "
+                f"call. start.elapsed_time(end) is in milliseconds: divide it by 1000 (elapsed_time(end) / 1e3).")
+    return (f"time_on_device returned {got} for work that takes {each} a call, timed with events: record the start "
+            f"event just before fn() and the end event just after it, start.record(); fn(); end.record(), then "
+            f"end.synchronize() and start.elapsed_time(end) / 1e3, and return the median of those seconds.")
+
+
 def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float, timer: Any = None) -> str | None:
     """None if no clock was read while queued work was unfinished, else the mistake in words.
 
     ``timer`` (the learner's function) lets it tell "never synchronises" from
-    "has a synchronisation that never ran": a guard that is always false.
+    "has a synchronisation that never ran": a guard that is always false. A
+    timer that times with CUDA events (``elapsed_time`` was read) is judged by
+    :func:`event_verdict` instead: its marks are in the device's queue, so host
+    clock reads do not matter to it.
     """
     clocks = sim.events("clock")
     if not sim.calls:
         return NEVER_CALLED
+    if sim.events("elapsed"):
+        return event_verdict(sim, result, kernel_s)
     if not clocks:
         return ("time_on_device never read a host clock (perf_counter, monotonic, time.time): time each call with "
                 "one. (time.process_time and thread_time count CPU time, not wall-clock time.)")
