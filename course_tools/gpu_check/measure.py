@@ -136,17 +136,25 @@ def _host_time_of_one_call(fn: Callable[[], Any], device: torch.device, repeats:
 
 def measure_05(device: torch.device, samples: int = 4096, features: int = 1024, hidden: int = 4096, n: int = 8192,
                min_run_time: float = 0.1) -> Measured:
-    """Chapter 05: its GPU comparison (``amp.compare_precisions`` as its cell runs it on CUDA), then TF32."""
+    """Chapter 05: its GPU comparison (``amp.compare_precisions`` as its cell runs it on CUDA), then TF32.
+
+    A GPU without bf16 (or TF32) tensor cores (a T4, 7.5) would only measure torch's emulation or a switch
+    that changes nothing: those figures are not measured there, as the chapter's cells skip them.
+    """
     from torch.nn import functional as F
 
     from helpers import amp
     from helpers.benchmark import matmul_work, time_callable
     from helpers.models import MLP, make_regression, set_seed
 
+    units = amp.low_precision_units(device)
+    bf16, tf32 = bool(units.get("bf16 tensor cores")), bool(units.get("tf32 tensor cores"))
     set_seed(0)
     x, y = make_regression(n=samples, in_features=features)
+    chosen = ("fp32", "bf16", "fp16+scaler") if bf16 else ("fp32", "fp16+scaler")
     variants = amp.compare_precisions(lambda: MLP(in_features=features, hidden=hidden, out_features=1, depth=2),
-                                      x, y, F.mse_loss, device, steps=20, lr=1e-3, min_run_time=min_run_time)
+                                      x, y, F.mse_loss, device, steps=20, lr=1e-3, min_run_time=min_run_time,
+                                      variants=chosen)
     key = {"fp32": "fp32", "bf16": "bf16", "fp16+scaler": "fp16_scaler"}
     figures: dict[str, Any] = {f"step_{key[v.name]}": v.step_time.median for v in variants}
     figures.update({f"peak_{key[v.name]}": v.peak_bytes for v in variants if v.name in ("fp32", "bf16")})
@@ -154,15 +162,18 @@ def measure_05(device: torch.device, samples: int = 4096, features: int = 1024, 
     matmul = torch.backends.cuda.matmul
     before = matmul.allow_tf32
     try:
-        for name, tf32 in (("matmul_fp32_ieee", False), ("matmul_fp32_tf32", True)):
-            matmul.allow_tf32 = tf32  # the switch torch 2.11 and 2.13 both honour
+        for name, on in (("matmul_fp32_ieee", False), ("matmul_fp32_tf32", True)):
+            if on and not tf32:
+                continue
+            matmul.allow_tf32 = on  # the switch torch 2.11 and 2.13 both honour
             figures[name] = time_callable(lambda: a @ b, device, min_run_time=min_run_time, warn=False,
                                           **matmul_work(n)).flops_per_s
     finally:
         matmul.allow_tf32 = before
-    a16, b16 = a.bfloat16(), b.bfloat16()
-    figures["matmul_bf16"] = time_callable(lambda: a16 @ b16, device, min_run_time=min_run_time, warn=False,
-                                           **matmul_work(n, torch.bfloat16)).flops_per_s
+    if bf16:
+        a16, b16 = a.bfloat16(), b.bfloat16()
+        figures["matmul_bf16"] = time_callable(lambda: a16 @ b16, device, min_run_time=min_run_time, warn=False,
+                                               **matmul_work(n, torch.bfloat16)).flops_per_s
     return figures, {}
 
 

@@ -85,7 +85,7 @@ class FakeMachine:
         from types import SimpleNamespace
 
         return SimpleNamespace(name=self._device_name(device), total_memory=self.gpu_memory, major=9, minor=0,
-                               multi_processor_count=132)
+                               multi_processor_count=132, L2_cache_size=50 * 2**20)  # an H100's figures
 
     def changes(self) -> list[Change]:
         """The (owner, attribute, fake) triples that make torch describe this machine."""
