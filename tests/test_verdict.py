@@ -122,3 +122,13 @@ def test_stopping_a_cell_kills_it_and_what_it_started_but_not_the_worker(worker)
     living = [p for p in worker._tree() if p.status() != "zombie"]  # the worker collects the dead before its next cell
     assert worker.alive() and len(living) == 1  # the worker alone: the cell and its child are gone
     assert worker.judge("print('still serving')\n", _blob(), cap=10_000)["stdout"] == "still serving\n"
+
+
+def test_a_function_that_reaches_torch_backends_is_handed_over():
+    """``torch.backends`` is a ModuleType subclass in sys.modules, which plain cloudpickle cannot pickle."""
+    namespace: dict = {"__name__": "__main__"}
+    exec("import torch\ndef mps_here():\n    return torch.backends.mps.is_available()\n", namespace)
+    path = "/tmp/test-verdict-export.pkl"
+    exec(export_code(path, ["mps_here"]), namespace)
+    with open(path, "rb") as fh:
+        assert cloudpickle.loads(fh.read())["mps_here"]() is torch.backends.mps.is_available()

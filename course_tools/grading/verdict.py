@@ -166,14 +166,29 @@ def free_names(source: str) -> list[str]:
 #: Run in the learner's kernel: write the definitions ``names`` to ``path`` (cloudpickle, by value). An
 #: object that cannot be sent is named, with what to do.
 EXPORT = '''def __course_export(path, names):
+    import importlib, sys, types
     import cloudpickle
+
+    class Pickler(cloudpickle.Pickler):
+        # a module object of a ModuleType subclass (torch.backends is one) goes by name, as modules do
+        def reducer_override(self, obj):
+            if isinstance(obj, types.ModuleType) and sys.modules.get(obj.__name__) is obj:
+                return importlib.import_module, (obj.__name__,)
+            return super().reducer_override(obj)
+
+    def dumps(obj):
+        import io
+        buffer = io.BytesIO()
+        Pickler(buffer).dump(obj)
+        return buffer.getvalue()
+
     found = {{n: globals()[n] for n in names if n in globals()}}
     try:
-        data = cloudpickle.dumps(found)
+        data = dumps(found)
     except Exception:
         for n, v in found.items():
             try:
-                cloudpickle.dumps(v)
+                dumps(v)
             except Exception as err:
                 raise RuntimeError(f"the grader could not take `{{n}}` out of your notebook ({{type(err).__name__}}: "
                                    f"{{err}}); keep what this check uses to functions, classes and plain data") from None
