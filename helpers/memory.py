@@ -551,8 +551,9 @@ class SnapshotBlock:
 def _allocation_site(frames: list[dict[str, Any]]) -> str:
     """The innermost frame of the allocating stack that is not torch's own code: the line that asked."""
     for f in frames:
-        name = str(f.get("filename", ""))
-        if name and f"{os.sep}torch{os.sep}" not in name and "/torch/" not in name and not name.startswith("??"):
+        name = str(f.get("filename", "")).replace("\\", "/")
+        native = name.startswith("??") or name.endswith((".cpp", ".cc", ".cu", ".h", ".hpp", ".so"))
+        if name and not native and "/torch/" not in name:
             return f"{name}:{f.get('line', '?')} in {f.get('name', '?')}"
     return ""
 

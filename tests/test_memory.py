@@ -242,7 +242,8 @@ def test_saved_for_backward_sees_what_eval_still_saves_and_nothing_under_no_grad
 
 def test_largest_blocks_reads_a_snapshot_without_a_gpu():
     """The snapshot reader of chapter 03 (section 10) on a snapshot written by hand in torch's documented layout."""
-    frames_model = [{"filename": "/x/site-packages/torch/nn/modules/linear.py", "line": 125, "name": "forward"},
+    frames_model = [{"filename": "/pytorch/c10/cuda/CUDACachingAllocator.cpp", "line": 900, "name": "malloc"},
+                    {"filename": "/x/site-packages/torch/nn/modules/linear.py", "line": 125, "name": "forward"},
                     {"filename": "/home/me/03_memory.ipynb", "line": 4, "name": "train_step"}]
     snapshot = {"segments": [
         {"total_size": 20 * 2**20, "blocks": [
@@ -253,7 +254,7 @@ def test_largest_blocks_reads_a_snapshot_without_a_gpu():
         "device_traces": [[]]}
     blocks = mem.largest_blocks(snapshot, n=5)
     assert [b.size for b in blocks] == [8 * 2**20, 512]  # the cached (inactive) block is no tensor's
-    assert blocks[0].site == "/home/me/03_memory.ipynb:4 in train_step"  # torch's own frame skipped
+    assert blocks[0].site == "/home/me/03_memory.ipynb:4 in train_step"  # torch's own frames, C++ and Python, skipped
     assert blocks[0].segment_size == 20 * 2**20 and blocks[1].site == ""
     assert [b.size for b in mem.largest_blocks(snapshot, n=1, states=("inactive",))] == [12 * 2**20]
 
