@@ -41,7 +41,7 @@ from torch import nn
 # TorchDispatchMode", notes/extending) name it by this module, and no other class sees every operation's
 # outputs on every device (TorchFunctionMode, public in torch.overrides, sees Python-level calls only).
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves  # private too: torch 2.11-2.13 ship no public pytree module
 
 from helpers import device as dev
 from helpers.units import format_bytes  # noqa: F401  (the chapters call memory.format_bytes)
