@@ -356,7 +356,10 @@ def track_memory(device: str | torch.device | None = None, method: str = "auto")
         stats.reserved_bytes = torch.cuda.memory_reserved(d)
         stats.peak_reserved_bytes = torch.cuda.max_memory_reserved(d)
     elif method == "profiler":
-        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
+        # acc_events=True: one cycle either way, and torch 2.11 warns "Profiler clears events at the end of each
+        # cycle" (UserWarning, on stderr) at the first profile of a process without it
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True,
+                                      acc_events=True)
         with _filtered_native_stderr():
             with prof:
                 yield stats
