@@ -21,8 +21,9 @@ process that re-imports what it runs by name: a Dataset, ``collate_fn`` or
   apart from steady throughput, each repeated so that
   :func:`helpers.benchmark.compare` can judge a difference); :func:`time_steps`
   splits a training step into load, host-to-device copy and compute;
-  :class:`DevicePrefetcher` copies the next batch on a side CUDA stream while
-  the current one computes.
+  :class:`DevicePrefetcher` queues the copy of the next batch on a side CUDA
+  stream while the current one computes (chapter 04 measures, with CUDA events,
+  whether such a copy really overlaps the compute).
 
 Timings come from :mod:`helpers.benchmark`'s clock and device calls from
 :mod:`helpers.device`, as everywhere in the course. ``helpers.benchmark`` and
@@ -562,11 +563,13 @@ def copy_timing(nbytes: int, device: str | torch.device, pinned: bool, min_run_t
 
 
 class DevicePrefetcher:
-    """Iterate a loader with each batch already on ``device``: batch k+1 is copied while k computes.
+    """Iterate a loader with each batch already on ``device``: batch k+1's copy is queued while k computes.
 
     On CUDA the copy of the next batch is queued on a side stream (from
-    pinned memory, ``non_blocking=True``), so the copy engine works while the
-    default stream computes; before a batch is handed out, the default stream
+    pinned memory, ``non_blocking=True``), so the copy engine *can* work while
+    the default stream computes (whether it did is a measurement: chapter 04,
+    section 5; from pageable memory the copy blocks the host and overlaps
+    little); before a batch is handed out, the default stream
     waits for its copy (``wait_stream``) and the tensors are marked as used
     there (``record_stream``), so the allocator does not reuse their memory
     too early. Elsewhere there is no second stream to overlap with: it moves
@@ -575,6 +578,7 @@ class DevicePrefetcher:
 
     def __init__(self, loader: Iterable[Any], device: str | torch.device) -> None:
         self.loader, self.device = loader, torch.device(device)
+        #: whether copies go to a side stream (CUDA), where they can overlap the compute; not a measurement
         self.overlaps = self.device.type == "cuda" and torch.cuda.is_available()
 
     def __len__(self) -> int:

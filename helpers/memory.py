@@ -27,15 +27,21 @@ import contextlib
 import dataclasses
 import gc
 import itertools
+import json
 import math
+import os
+import tempfile
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import nn
+# TorchDispatchMode has no public import path in torch 2.11-2.13: the docs ("Extending torch with a
+# TorchDispatchMode", notes/extending) name it by this module, and no other class sees every operation's
+# outputs on every device (TorchFunctionMode, public in torch.overrides, sees Python-level calls only).
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves  # private too: torch 2.11-2.13 ship no public pytree module
 
 from helpers import device as dev
 from helpers.units import format_bytes  # noqa: F401  (the chapters call memory.format_bytes)
@@ -50,6 +56,7 @@ __all__ = [
     "anatomy_table",
     "estimate_anatomy",
     "format_bytes",
+    "largest_blocks",
     "native_stderr",
     "free_memory",
     "measure_anatomy",
@@ -160,8 +167,11 @@ class _Tracker(TorchDispatchMode):
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
-        # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, which imports
-        # torch._dynamo (seconds) on first use; this mode never runs under torch.compile.
+        # Private, and kept on purpose: TorchDispatchMode.__init_subclass__ (torch 2.11-2.13) wraps a
+        # subclass's __torch_dispatch__ in torch._disable_dynamo unless this returns False, and that
+        # wrapper imports torch._dynamo (seconds) on the first operation; this mode never runs under
+        # torch.compile. torch offers no public switch for it; if a later torch drops the hook, the
+        # override is simply never called and only the first use gets slower.
         return False
 
     def __init__(self, table: _LiveTable, device_type: str, limit: int | None = None,
@@ -346,17 +356,14 @@ def track_memory(device: str | torch.device | None = None, method: str = "auto")
         stats.reserved_bytes = torch.cuda.memory_reserved(d)
         stats.peak_reserved_bytes = torch.cuda.max_memory_reserved(d)
     elif method == "profiler":
-        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
+        # acc_events=True: one cycle either way, and torch 2.11 warns "Profiler clears events at the end of each
+        # cycle" (UserWarning, on stderr) at the first profile of a process without it
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True,
+                                      acc_events=True)
         with _filtered_native_stderr():
             with prof:
                 yield stats
-        deltas = [
-            (e.start_ns(), e.nbytes())
-            for e in prof.profiler.kineto_results.events()
-            if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
-        ]
-        deltas.sort(key=lambda p: p[0])
-        running = list(itertools.accumulate(n for _, n in deltas))
+        running = list(itertools.accumulate(_memory_deltas(prof, torch.autograd.DeviceType.CPU)))
         stats.peak_bytes = max([0, *running])
         stats.current_bytes = running[-1] if running else 0
     elif method == "tensors":
@@ -368,6 +375,26 @@ def track_memory(device: str | torch.device | None = None, method: str = "auto")
         stats.peak_bytes, stats.current_bytes = table.peak, table.live
     else:
         raise ValueError(f"method must be 'auto', 'cuda', 'profiler' or 'tensors', not {method!r}")
+
+
+def _memory_deltas(prof: torch.profiler.profile, device_type: Any) -> list[int]:
+    """Every allocation (+bytes) and free (-bytes) on ``device_type`` that ``prof`` recorded, in time order.
+
+    Read from the profiler's public output, its Chrome trace (``export_chrome_trace``): one
+    ``"[memory]"`` instant event per allocator call, with its ``Bytes`` and ``Device Type``.
+    ``prof.events()`` and ``key_averages()`` are public too, but they add each allocation to
+    the operator that made it, so a temporary allocated and freed inside one operation nets
+    to zero there and its peak is lost; the trace keeps every call.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "memory_trace.json")
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as f:
+            events = json.load(f).get("traceEvents", [])
+    wanted = int(device_type)
+    records = [e for e in events if e.get("name") == "[memory]" and int(e.get("args", {}).get("Device Type", -1)) == wanted]
+    records.sort(key=lambda e: (float(e.get("ts", 0.0)), int(e["args"].get("Ev Idx", 0))))
+    return [int(e["args"].get("Bytes", 0)) for e in records]
 
 
 def measure_peak(fn: Callable[[], Any], device: str | torch.device | None = None) -> int:
@@ -511,6 +538,47 @@ class MemoryBudget:
     def __repr__(self) -> str:
         return (f"MemoryBudget({format_bytes(self.limit_bytes)} on {self.device}: live {format_bytes(self.live_bytes)}, "
                 f"peak {format_bytes(self.peak_bytes)}, {self.oom_count} refused)")
+
+
+@dataclasses.dataclass
+class SnapshotBlock:
+    """One block of a CUDA memory snapshot: its size, its state, and where in Python it was allocated."""
+
+    size: int  #: bytes the allocator gave (rounded up from ``requested``)
+    requested: int  #: bytes the tensor asked for
+    state: str  #: "active_allocated" (a live tensor), "active_awaiting_free" or "inactive" (cached, free)
+    segment_size: int  #: bytes of the cudaMalloc'd segment it lies in
+    site: str  #: ``file:line in function`` of the first frame outside torch, or "" when none was recorded
+
+
+def _allocation_site(frames: list[dict[str, Any]]) -> str:
+    """The innermost frame of the allocating stack that is not torch's own code: the line that asked."""
+    for f in frames:
+        name = str(f.get("filename", "")).replace("\\", "/")
+        native = name.startswith("??") or name.endswith((".cpp", ".cc", ".cu", ".h", ".hpp", ".so"))
+        if name and not native and "/torch/" not in name:
+            return f"{name}:{f.get('line', '?')} in {f.get('name', '?')}"
+    return ""
+
+
+def largest_blocks(snapshot: dict[str, Any], n: int = 5, states: tuple[str, ...] = ("active_allocated",)) -> list[SnapshotBlock]:
+    """The ``n`` largest blocks of a CUDA memory snapshot in ``states``, largest first.
+
+    ``snapshot`` is what ``torch.cuda.memory._snapshot()`` returns, or the
+    pickle ``torch.cuda.memory._dump_snapshot(path)`` wrote, loaded: a dict
+    whose ``"segments"`` (one per ``cudaMalloc``) hold ``"blocks"``, each with
+    ``size``, ``requested_size``, ``state`` and, when history was recorded
+    with Python stacks, ``frames`` (innermost first). Plain dicts, so this
+    runs, and is tested, without a GPU.
+    """
+    found = []
+    for segment in snapshot.get("segments", []):
+        for block in segment.get("blocks", []):
+            if block.get("state") in states:
+                found.append(SnapshotBlock(size=int(block.get("size", 0)), requested=int(block.get("requested_size", 0)),
+                                           state=str(block.get("state")), segment_size=int(segment.get("total_size", 0)),
+                                           site=_allocation_site(block.get("frames") or [])))
+    return sorted(found, key=lambda b: b.size, reverse=True)[:n]
 
 
 def allocation_step(bytes_per_item: int, fixed_bytes: int = 0, device: str | torch.device | None = None) -> Callable[[int], None]:

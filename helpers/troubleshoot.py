@@ -60,6 +60,8 @@ from helpers import errors
 from helpers import memory
 
 __all__ = [
+    "DeviceActivity",
+    "device_activity",
     "CUDA_TEXTS",
     "CapturedStderr",
     "Diagnosis",
@@ -526,6 +528,76 @@ def region_timings(trace: str | Path | Mapping, names: list[str]) -> dict[str, b
         if e.get("cat") == "user_annotation" and e.get("ph") == "X" and e.get("name") in calls:
             calls[e["name"]].append(float(e.get("dur", 0.0)) / 1e6)
     return {n: benchmark.Timing.from_times(times or [float("nan")], label=n) for n, times in calls.items()}
+
+
+#: Chrome-trace categories of work the device itself did (kineto's names): kernels, copies, memsets.
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+@dataclasses.dataclass
+class DeviceActivity:
+    """How busy the device was over a profiled window, from a Chrome trace; ``None`` fields without one.
+
+    ``window_s`` runs from the first recorded step's start (``ProfilerStep#N``,
+    a CPU span) to whichever ends last, that step or the device's last kernel
+    (kernels run after the CPU queued them). ``busy_s`` is the union of the
+    device's kernels, copies and memsets in it: kernels that overlap count
+    once. ``gaps`` are the stretches with none, ``(offset from the window's
+    start, length)`` in seconds, longest first: time the device waited for the
+    host (data, Python, launches).
+    """
+
+    window_s: float
+    busy_s: float
+    device_events: int
+    gaps: list[tuple[float, float]]
+
+    @property
+    def idle_s(self) -> float:
+        return max(0.0, self.window_s - self.busy_s)
+
+    @property
+    def busy_fraction(self) -> float:
+        return self.busy_s / self.window_s if self.window_s > 0 else float("nan")
+
+
+def device_activity(trace: str | Path | Mapping, step_prefix: str = "ProfilerStep#") -> DeviceActivity:
+    """The device's busy time and idle gaps over the recorded steps of a Chrome trace (see :class:`DeviceActivity`).
+
+    A profile of the CPU alone has no device events: then ``device_events``
+    is 0 and ``busy_s`` 0, and there is nothing to say about a device.
+    Without ``ProfilerStep`` spans (no ``schedule``) the window is the
+    device's own first-to-last event.
+    """
+    events = _trace_events(trace)
+    device = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e in events
+                    if e.get("cat") in DEVICE_CATEGORIES and e.get("ph") == "X" and "ts" in e)
+    steps = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0))) for e in events
+             if e.get("ph") == "X" and str(e.get("name", "")).startswith(step_prefix) and "ts" in e]
+    if not device:
+        window = (max(b for _, b in steps) - min(a for a, _ in steps)) / 1e6 if steps else 0.0
+        return DeviceActivity(window_s=window, busy_s=0.0, device_events=0, gaps=[])
+    start = min(a for a, _ in steps) if steps else device[0][0]
+    end = max([b for _, b in steps] + [device[-1][1]])
+    merged: list[list[float]] = []
+    for a, b in device:
+        a, b = max(a, start), min(b, end)
+        if b <= a:
+            continue
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    busy = sum(b - a for a, b in merged)
+    gaps, cursor = [], start
+    for a, b in merged:
+        if a > cursor:
+            gaps.append(((cursor - start) / 1e6, (a - cursor) / 1e6))
+        cursor = max(cursor, b)
+    if end > cursor:
+        gaps.append(((cursor - start) / 1e6, (end - cursor) / 1e6))
+    gaps.sort(key=lambda g: g[1], reverse=True)
+    return DeviceActivity(window_s=(end - start) / 1e6, busy_s=busy / 1e6, device_events=len(device), gaps=gaps)
 
 
 def slowest_region(trace: str | Path | Mapping, names: list[str] | None = None) -> str:

@@ -1,4 +1,5 @@
-"""Chapter 03's demonstrations say in words when the exercise they use is not right yet.
+"""Chapter 03's demonstrations say in words when the exercise they use is not right yet, and their CUDA
+branches (the real device's budget, the memory snapshot read back) run here with torch.cuda stood in for.
 
 The demo cells are skipped while grading, so tests/test_exercises.py never runs them; here the
 accumulation demo runs with wrong submissions from tests/submissions/03_memory and must print that
@@ -45,3 +46,81 @@ def test_accumulation_demo_shows_the_same_gradient_for_the_reference():
     nb = load(solution_path("03_memory"))
     printed = _run_accumulation_demo(_cell(nb, "def accumulate_gradients("))
     assert "the same gradient" in printed and "not right yet" not in printed
+
+
+def test_the_snapshot_cell_reads_back_what_it_wrote(tmp_path, monkeypatch):
+    """Issue 23, finding 11: on CUDA, section 10 reads its memory snapshot back (here a snapshot in torch's layout)."""
+    import pickle
+    import types
+    from unittest import mock
+
+    import torch
+
+    from helpers import memory as mem
+
+    frames = [{"filename": "/x/site-packages/torch/optim/adam.py", "line": 300, "name": "_init_group"},
+              {"filename": "/tmp/ipykernel_1/cell.py", "line": 7, "name": "train_step"}]
+    snapshot = {"segments": [{"total_size": 2 * 2**20, "blocks": [
+        {"size": 256 * 2**10, "requested_size": 256 * 2**10, "state": "active_allocated", "frames": frames},
+        {"size": 2**20, "requested_size": 2**20, "state": "inactive", "frames": []}]}],
+        "device_traces": [[{"action": "alloc"}, {"action": "segment_alloc"}, {"action": "alloc"}]]}
+    recorded = []
+
+    def dump(path):
+        with open(path, "wb") as f:
+            pickle.dump(snapshot, f)
+
+    monkeypatch.chdir(tmp_path)
+    nb = load(solution_path("03_memory"))
+    namespace = {"torch": torch, "mem": mem, "device": types.SimpleNamespace(type="cuda"),
+                 "make_model": lambda: torch.nn.Linear(2, 2), "make_batch": lambda n: (None, None),
+                 "train_step": lambda *args: None}
+    out = io.StringIO()
+    with mock.patch.object(torch.cuda, "is_available", return_value=True), \
+            mock.patch.object(torch.cuda.memory, "_record_memory_history", lambda *a, **k: recorded.append((a, k))), \
+            mock.patch.object(torch.cuda.memory, "_dump_snapshot", dump), contextlib.redirect_stdout(out):
+        exec(compile(_cell(nb, "_dump_snapshot("), "<cell>", "exec"), namespace)  # noqa: S102 - the chapter's own cell
+    printed = out.getvalue()
+    assert recorded[-1] == ((), {"enabled": None})  # recording stopped
+    assert "1 segments, 2.00 MiB reserved; 1 live blocks of 2, 256.00 KiB allocated" in printed
+    assert "2 allocations and 1 cudaMalloc calls recorded" in printed
+    assert "/tmp/ipykernel_1/cell.py:7 in train_step" in printed  # who allocated the largest live block
+
+
+def test_on_a_gpu_the_budget_is_the_real_devices(monkeypatch):
+    """Issue 23, finding 11: with CUDA, section 6's budget is free memory plus the allocator's unused cache, not 8 MiB."""
+    import types
+
+    import torch
+    from torch import nn
+
+    from helpers import memory as mem
+
+    nb = load(solution_path("03_memory"))
+    # only the cell sees the stand-in: torch's own code (Adam asks torch.cuda too) keeps the real torch.cuda,
+    # which on a CUDA build without a driver raises instead of answering
+    cuda = types.SimpleNamespace(is_available=lambda: True, mem_get_info=lambda d: (70 * 2**30, 80 * 2**30),
+                                 memory_reserved=lambda d: 300 * 2**20, memory_allocated=lambda d: 100 * 2**20)
+    namespace = {"torch": types.SimpleNamespace(optim=torch.optim, cuda=cuda), "F": torch.nn.functional, "mem": mem,
+                 "MiB": 2**20, "device": types.SimpleNamespace(type="cuda"),
+                 "make_model": lambda: nn.Linear(128, 10), "make_batch": lambda n: (torch.randn(n, 128), torch.randn(n, 10))}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(_cell(nb, "budget_bytes = "), "<cell>", "exec"), namespace)  # noqa: S102 - the chapter's own cell
+    assert namespace["budget_bytes"] == 70 * 2**30 + 200 * 2**20
+    assert "memory budget: the real GPU's" in out.getvalue()
+
+
+def test_without_a_gpu_the_budget_is_simulated_and_says_so():
+    import torch
+
+    from helpers import memory as mem
+
+    nb = load(solution_path("03_memory"))
+    namespace = {"torch": torch, "F": torch.nn.functional, "mem": mem, "MiB": 2**20, "device": torch.device("cpu"),
+                 "make_model": lambda: torch.nn.Linear(128, 10),
+                 "make_batch": lambda n: (torch.randn(n, 128), torch.randn(n, 10))}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(_cell(nb, "budget_bytes = "), "<cell>", "exec"), namespace)  # noqa: S102 - the chapter's own cell
+    assert namespace["budget_bytes"] == 8 * 2**20 and "memory budget: simulated" in out.getvalue()

@@ -238,3 +238,35 @@ def test_saved_for_backward_sees_what_eval_still_saves_and_nothing_under_no_grad
     assert mem.saved_for_backward(lambda: model(x), exclude=params) > saved_eval  # plus dropout's mask and output
     with torch.no_grad():
         assert mem.saved_for_backward(lambda: model(x), exclude=params) == 0
+
+
+def test_largest_blocks_reads_a_snapshot_without_a_gpu():
+    """The snapshot reader of chapter 03 (section 10) on a snapshot written by hand in torch's documented layout."""
+    frames_model = [{"filename": "/pytorch/c10/cuda/CUDACachingAllocator.cpp", "line": 900, "name": "malloc"},
+                    {"filename": "/x/site-packages/torch/nn/modules/linear.py", "line": 125, "name": "forward"},
+                    {"filename": "/home/me/03_memory.ipynb", "line": 4, "name": "train_step"}]
+    snapshot = {"segments": [
+        {"total_size": 20 * 2**20, "blocks": [
+            {"size": 8 * 2**20, "requested_size": 8 * 2**20 - 100, "state": "active_allocated", "frames": frames_model},
+            {"size": 12 * 2**20, "requested_size": 12 * 2**20, "state": "inactive", "frames": []}]},
+        {"total_size": 2 * 2**20, "blocks": [
+            {"size": 512, "requested_size": 400, "state": "active_allocated"}]}],
+        "device_traces": [[]]}
+    blocks = mem.largest_blocks(snapshot, n=5)
+    assert [b.size for b in blocks] == [8 * 2**20, 512]  # the cached (inactive) block is no tensor's
+    assert blocks[0].site == "/home/me/03_memory.ipynb:4 in train_step"  # torch's own frames, C++ and Python, skipped
+    assert blocks[0].segment_size == 20 * 2**20 and blocks[1].site == ""
+    assert [b.size for b in mem.largest_blocks(snapshot, n=1, states=("inactive",))] == [12 * 2**20]
+
+
+def test_the_cpu_peak_reads_the_profiler_through_its_public_output():
+    """Issue 23, finding 11: the profiler path reads export_chrome_trace's "[memory]" events, not kineto_results."""
+    import inspect
+
+    assert "kineto_results" not in inspect.getsource(mem)
+    with mem.track_memory("cpu", method="profiler") as stats:
+        a = torch.empty(2**20, dtype=torch.uint8)
+        b = torch.empty(2**20, dtype=torch.uint8)
+        del a
+    assert stats.peak_bytes >= 2 * 2**20 and stats.current_bytes >= 2**20
+    del b

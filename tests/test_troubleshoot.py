@@ -273,3 +273,28 @@ def test_stop_at_nonfinite_names_the_first_module_and_removes_its_hooks():
     assert all(not m._forward_hooks for m in model.modules())
     with ts.stop_at_nonfinite(model[:2]):  # finite: nothing raised
         model[:2](x)
+
+
+def _x(name, cat, ts, dur):
+    return {"name": name, "cat": cat, "ph": "X", "ts": ts, "dur": dur}
+
+
+def test_device_activity_unions_kernels_and_finds_the_idle_gaps():
+    """Issue 23, finding 9: on a GPU, the device's busy time against the steps' wall time, from a trace (microseconds)."""
+    trace = {"traceEvents": [
+        _x("ProfilerStep#1", "user_annotation", 0, 1000), _x("ProfilerStep#2", "user_annotation", 1000, 1000),
+        _x("data", "user_annotation", 0, 600),  # a CPU span: not device work
+        _x("sgemm", "kernel", 600, 200), _x("relu", "kernel", 700, 200),  # overlapping: counted once, 600-900
+        _x("Memcpy HtoD", "gpu_memcpy", 1700, 100), _x("adam", "kernel", 1900, 300)]}  # the last ends after the step
+    act = ts.device_activity(trace)
+    assert act.device_events == 4
+    assert act.window_s == pytest.approx(2200e-6) and act.busy_s == pytest.approx(700e-6)
+    assert act.idle_s == pytest.approx(1500e-6) and act.busy_fraction == pytest.approx(700 / 2200)
+    assert act.gaps[0] == (pytest.approx(900e-6), pytest.approx(800e-6))  # longest first: 900-1700
+    assert [round(g[1] * 1e6) for g in act.gaps] == [800, 600, 100]
+
+
+def test_device_activity_of_a_cpu_profile_says_there_was_no_device_work():
+    trace = {"traceEvents": [_x("ProfilerStep#1", "user_annotation", 0, 500), _x("aten::mm", "cpu_op", 10, 400)]}
+    act = ts.device_activity(trace)
+    assert act.device_events == 0 and act.busy_s == 0 and act.gaps == [] and act.window_s == pytest.approx(500e-6)
