@@ -1,0 +1,638 @@
+"""A fake CUDA machine for a CUDA build of torch on a machine without a GPU: CUDA *tensors* included.
+
+Why: no GPU has ever run this course (issue 23), yet most of what breaks on one is device placement (an
+input moved to ``cuda`` while the target stays on the CPU, a mesh built on ``cuda:1`` of a one-GPU machine).
+``helpers.checks.machine.FakeMachine`` answers the questions a program *asks* about the machine but cannot
+make a tensor on a GPU. torch's ``FakeTensorMode`` can: in a CUDA build it makes tensors that say
+``device='cuda:0'`` without touching a GPU, runs every operator's shape and device rules, and raises on a
+mix of devices as real CUDA would ("found two different devices cuda:0, cpu"). :func:`fake_cuda_machine`
+puts the two together, so the course's CUDA branches run on the CPU as far as the CPU allows.
+
+What it fakes, and why each piece is needed (checked on torch 2.11.0+cu130 without a GPU):
+
+* the machine's answers: ``torch.cuda.is_available/device_count/get_device_properties/...`` and
+  ``torch.accelerator.*`` for N GPUs of a chosen :class:`GPU` (an H100-like 9.0 and a T4-like 7.5 below);
+  ``set_device``/``torch.cuda.device(i)`` refuse an index the machine lacks with CUDA's own words,
+  "invalid device ordinal", and so does any tensor made on such an index (:class:`_OrdinalCheckingMode`);
+* things that need a real device and would fail with "Found no NVIDIA driver": ``synchronize``,
+  ``Event`` (timed by the host clock), ``Stream``, ``current_stream``, the allocator's statistics (zero);
+* ``nn.Module.to("cuda")`` of a module built inside the mode: torch swaps the parameters of a fake tensor
+  (``torch.utils.swap_tensors``), which refuses a tensor with a weak reference, and the fake mode keeps one
+  to each tensor it made ("Couldn't swap Linear.weight"); :func:`_apply_without_swap` assigns new
+  parameters instead, as torch does for a module built outside the mode;
+* ``backward``: the autograd engine asks the CUDA driver for a context on each CUDA device it runs
+  on ("hasPrimaryContext expects a valid device index"), so it cannot run a fake CUDA graph; the stand-in
+  gives every leaf a zero gradient on the leaf's own device (the backward pass's own device rules are the
+  forward's, so nothing about placement is lost, but hooks such as DDP's and FSDP's do not run);
+* values: a fake tensor has none, so ``.item()``, ``float()``, ``int()`` return a one of the right kind and
+  ``bool()`` False (placeholders: a loop that prints its loss goes on, Adam's ``lr / (1 - beta1**step)``
+  divides by no zero); ``.tolist()``/``.numpy()`` still stop;
+* ``Tensor.to("cuda")`` and ``.cuda()`` without an index: the C++ binding asks the CUDA runtime for the
+  current device once ``is_available()`` says yes, so the stand-in names ``cuda:<current>`` first;
+* ``p.data = p.to("cuda")`` (how FSDP2 moves parameters): the fake tensor's device moves too;
+* ``pin_memory``: the fake mode has no pinned memory ("NYI: aten._pin_memory"); pinning returns a copy that
+  ``is_pinned()`` then reports as pinned.
+
+What stops on purpose (:func:`stop_reason` calls it a stop, not a failure): a stub that refuses
+(:class:`NeedsRealGPU`), a value only a real run has (``tolist``, ``numpy``), anything that still reaches the
+CUDA driver, child processes (DDP's launcher, DataLoader workers), a cell past its time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["GPU", "H100", "T4", "NeedsRealGPU", "cuda_build", "fake_cuda_machine", "is_mismatch", "stop_reason"]
+
+MIB, GIB = 2**20, 2**30
+
+
+@dataclass(frozen=True)
+class GPU:
+    """What ``torch.cuda.get_device_properties`` reports for one kind of GPU."""
+
+    name: str
+    major: int
+    minor: int
+    total_memory: int
+    L2_cache_size: int
+    multi_processor_count: int
+    max_threads_per_multi_processor: int
+
+
+#: Hopper, the cloud's big GPU: compute capability 9.0, 50 MiB of L2, 80 GiB.
+H100 = GPU("NVIDIA H100 80GB HBM3", 9, 0, 80 * GIB, 50 * MIB, 132, 2048)
+#: Turing, Colab's free GPU: compute capability 7.5 (fp16 tensor cores, no native bf16), 4 MiB of L2, 15 GiB.
+T4 = GPU("Tesla T4", 7, 5, 15 * GIB, 4 * MIB, 40, 1024)
+
+
+class NeedsRealGPU(RuntimeError):
+    """A stub was asked for something only a real GPU can answer: the run stops here, which is no failure."""
+
+
+def cuda_build() -> bool:
+    """True when this torch was built for CUDA, the only build whose FakeTensorMode can make CUDA tensors."""
+    return torch.version.cuda is not None and torch.backends.cuda.is_built()
+
+
+# --------------------------------------------------------------------------- what counts as what
+
+#: Words of a device mix-up, as real CUDA, torch's kernels and FakeTensorMode say it. Any of them fails a check.
+MISMATCH_WORDS = (
+    "found two different devices",
+    "Expected all tensors to be on the same device",
+    "invalid device ordinal",
+    "is not on the expected device",
+    "to be on the same device",
+    "but expected it to be on GPU",
+    "Expected object of device type",
+    "not at the same device",
+    "device mismatch",
+    "left on cpu",
+)
+
+#: Words of an error that only says the CPU cannot go further: a stop, not a failure.
+STOP_WORDS = (
+    "Found no NVIDIA driver",
+    "No CUDA GPUs are available",
+    "CUDA driver",
+    "hasPrimaryContext",
+    "Cannot access accelerator device",
+    "NYI: aten.",
+    "aten._local_scalar_dense",
+    "data-dependent",
+    "Cannot copy out of meta tensor",
+    "cannot be converted to",
+    "FakeTensor",  # any other fake-tensor limit (an operator without a fake kernel, a data pointer)
+    "not compiled with",
+    "child process",
+    "not supported for tensor subclasses",
+)
+
+
+def _messages(err: BaseException) -> str:
+    """The text of ``err`` and of every exception it was raised from or during."""
+    parts, seen = [], set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        parts.append(f"{type(err).__name__}: {err}")
+        err = err.__cause__ or err.__context__
+    return "\n".join(parts)
+
+
+def is_mismatch(err: BaseException) -> bool:
+    """Whether ``err`` (or what it was raised from) is a device mix-up: the one kind of error the check fails on."""
+    text = _messages(err)
+    return any(word in text for word in MISMATCH_WORDS)
+
+
+def stop_reason(err: BaseException) -> str:
+    """One line saying why a run stopped at ``err`` ("as far as the CPU allows"), for the record of a run."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException, UnsupportedOperatorException
+
+    first = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:160]
+    if isinstance(err, NeedsRealGPU):
+        return f"stub refused: {first}"
+    if isinstance(err, (DataDependentOutputException, UnsupportedOperatorException)):
+        return f"fake tensors have no values: {first}"
+    if any(word in _messages(err) for word in STOP_WORDS):
+        return f"needs a real GPU: {first}"
+    return f"other: {first}"
+
+
+# --------------------------------------------------------------------------- the machine
+
+
+class _Clock:
+    """The host clock a fake Event reads: a fake GPU finishes its work when the call returns."""
+
+    now = staticmethod(time.perf_counter)
+
+
+class FakeEvent:
+    """``torch.cuda.Event`` without a GPU: ``record`` reads the host clock; ``elapsed_time`` in milliseconds."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
+                 **kwargs: Any) -> None:
+        self.enable_timing, self.at = enable_timing, None
+
+    def record(self, stream: Any = None) -> None:
+        self.at = _Clock.now()
+
+    def wait(self, stream: Any = None) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: "FakeEvent") -> float:
+        if not (self.enable_timing and end.enable_timing):
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        if self.at is None or end.at is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return (end.at - self.at) * 1000.0
+
+
+class FakeStream:
+    """``torch.cuda.Stream`` without a GPU: work is already finished, so every wait returns at once."""
+
+    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
+        index = torch.device(device).index if isinstance(device, (str, torch.device)) else device
+        self.device = torch.device("cuda", index if index is not None else torch.cuda.current_device())
+        self.priority = priority
+
+    def wait_stream(self, stream: Any) -> None:
+        pass
+
+    def wait_event(self, event: Any) -> None:
+        pass
+
+    def record_event(self, event: Any = None) -> FakeEvent:
+        event = event or FakeEvent()
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def __enter__(self) -> "FakeStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _zero(*args: Any, **kwargs: Any) -> int:
+    return 0
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+@dataclass
+class FakeCudaMachine:
+    """``count`` GPUs of kind ``gpu``; ``current`` is the index ``torch.cuda.set_device`` chose last."""
+
+    gpu: GPU = H100
+    count: int = 1
+    current: int = 0
+
+    # ---------------------------------------------------------------- device indices
+    def index(self, device: Any = None) -> int:
+        """The GPU index ``device`` names (None, "cuda", "cuda:1", 1, a torch.device), checked like CUDA checks it."""
+        if device is None:
+            index = self.current
+        elif isinstance(device, int):
+            index = device
+        else:
+            d = torch.device(device)
+            if d.type != "cuda":
+                raise ValueError(f"Expected a cuda device, but got: {d}")
+            index = self.current if d.index is None else d.index
+        if not 0 <= index < self.count:
+            raise RuntimeError(f"CUDA error: invalid device ordinal (GPU {index} asked for; this fake machine has "
+                               f"{self.count}: cuda:0 to cuda:{self.count - 1})")
+        return index
+
+    def set_device(self, device: Any) -> None:
+        if isinstance(device, int) and device < 0:  # torch.cuda.set_device(-1) does nothing
+            return
+        self.current = self.index(device)
+
+    def exchange(self, device: int) -> int:
+        """``torch.cuda._exchange_device``: what ``with torch.cuda.device(i):`` calls on entry and exit."""
+        before = self.current
+        if device >= 0:
+            self.current = self.index(device)
+        return before
+
+    def properties(self, device: Any = None) -> SimpleNamespace:
+        self.index(device)
+        g = self.gpu
+        return SimpleNamespace(name=g.name, major=g.major, minor=g.minor, total_memory=g.total_memory,
+                               L2_cache_size=g.L2_cache_size, multi_processor_count=g.multi_processor_count,
+                               max_threads_per_multi_processor=g.max_threads_per_multi_processor,
+                               warp_size=32, is_integrated=0, is_multi_gpu_board=0, uuid=f"GPU-fake-{g.major}{g.minor}")
+
+    def capability(self, device: Any = None) -> tuple[int, int]:
+        self.index(device)
+        return self.gpu.major, self.gpu.minor
+
+    def name(self, device: Any = None) -> str:
+        self.index(device)
+        return self.gpu.name
+
+    def mem_get_info(self, device: Any = None) -> tuple[int, int]:
+        self.index(device)
+        return self.gpu.total_memory, self.gpu.total_memory
+
+    def synchronize(self, device: Any = None) -> None:
+        if device is not None:
+            self.index(device)
+
+    def bf16_supported(self, including_emulation: bool = True) -> bool:
+        return self.gpu.major >= 8 or including_emulation
+
+    def current_stream(self, device: Any = None) -> FakeStream:
+        return FakeStream(self.index(device))
+
+    def accelerator(self, check_available: bool = False) -> torch.device:
+        return torch.device("cuda")
+
+    def refuse(self, what: str):
+        def refused(*args: Any, **kwargs: Any) -> None:
+            raise NeedsRealGPU(f"{what} needs a real GPU; the fake machine has none")
+
+        return refused
+
+    def changes(self) -> list[tuple[Any, str, Any]]:
+        """The (owner, attribute, fake) triples that make torch describe this machine."""
+        cuda, acc = torch.cuda, getattr(torch, "accelerator", None)
+        count = self.count
+        changes = [
+            (cuda, "is_available", lambda: True),
+            (cuda, "device_count", lambda: count),
+            (cuda, "is_initialized", lambda: True),
+            (cuda, "_lazy_init", _nothing),
+            (cuda, "init", _nothing),
+            (cuda, "current_device", lambda: self.current),
+            (cuda, "set_device", self.set_device),
+            (cuda, "_exchange_device", self.exchange),
+            (cuda, "_maybe_exchange_device", self.exchange),
+            (cuda, "get_device_properties", self.properties),
+            (cuda, "get_device_capability", self.capability),
+            (cuda, "get_device_name", self.name),
+            (cuda, "mem_get_info", self.mem_get_info),
+            (cuda, "synchronize", self.synchronize),
+            (cuda, "is_bf16_supported", self.bf16_supported),
+            (cuda, "Event", FakeEvent),
+            (cuda, "Stream", FakeStream),
+            (cuda, "current_stream", self.current_stream),
+            (cuda, "default_stream", self.current_stream),
+            (cuda, "stream", lambda stream=None: contextlib.nullcontext(stream)),
+            (cuda, "set_stream", _nothing),
+            (cuda, "is_current_stream_capturing", lambda: False),
+            (cuda, "empty_cache", _nothing),
+            (cuda, "ipc_collect", _nothing),
+            (cuda, "utilization", self.refuse("torch.cuda.utilization (NVML)")),
+            (cuda, "set_per_process_memory_fraction", _nothing),
+            (cuda, "reset_peak_memory_stats", _nothing),
+            (cuda, "reset_accumulated_memory_stats", _nothing),
+            (cuda, "reset_max_memory_allocated", _nothing),
+            (cuda, "memory_stats", lambda *a, **k: {}),
+            (cuda, "memory_summary", lambda *a, **k: "(fake CUDA machine: no allocator statistics)"),
+        ]
+        changes += [(cuda, name, _zero) for name in ("memory_allocated", "max_memory_allocated",
+                                                     "memory_reserved", "max_memory_reserved")]
+        changes += [(torch.backends.cuda, "is_built", lambda: True),
+                    # what torch's own code asks (FSDP2's default mesh, DeviceMesh): C++ says "cpu" without a GPU
+                    (torch._C, "_get_accelerator", lambda check=False: torch.device("cuda")),
+                    (torch._C, "_accelerator_getAccelerator", lambda: torch.device("cuda"))]
+        if acc is not None:
+            changes += [
+                (acc, "is_available", lambda: True),
+                (acc, "device_count", lambda: count),
+                (acc, "current_accelerator", self.accelerator),
+                (acc, "current_device_index", lambda: self.current),
+                (acc, "current_device_idx", lambda: self.current),
+                (acc, "set_device_index", self.set_device),
+                (acc, "set_device_idx", self.set_device),
+                (acc, "synchronize", self.synchronize),
+            ]
+        return changes
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+def _fake_mode_class():
+    """FakeTensorMode, plus CUDA's refusal of a device index the fake machine lacks."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._pytree import tree_leaves
+
+    class _OrdinalCheckingMode(FakeTensorMode):
+        machine: FakeCudaMachine
+
+        @property
+        def avoid_device_init(self) -> bool:
+            """Never touch the device: FakeTensorMode asks ``torch.cuda.is_available()``, which the machine fakes."""
+            return True
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = super().__torch_dispatch__(func, types, args, kwargs)
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                    self.machine.index(t.device)
+            return out
+
+    return _OrdinalCheckingMode
+
+
+def _is_fake(t: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)
+
+
+def _apply_without_swap(original):
+    """``nn.Module._apply`` that assigns new parameters where torch would swap a fake one (see the module text)."""
+
+    def _apply(self, fn, recurse=True):
+        if recurse:
+            for module in self.children():
+                module._apply(fn, recurse=True)
+        if not any(_is_fake(p) for p in self._parameters.values() if p is not None):
+            return original(self, fn, recurse=False)
+        for key, param in list(self._parameters.items()):
+            if param is None:
+                continue
+            with torch.no_grad():
+                applied = fn(param)
+            new = nn.Parameter(applied, requires_grad=param.requires_grad)
+            if param.grad is not None:
+                with torch.no_grad():
+                    new.grad = fn(param.grad)
+            self._parameters[key] = new
+        for key, buf in list(self._buffers.items()):
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
+    return _apply
+
+
+def _leaves(t: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors whose ``.grad`` a backward pass from ``t`` would fill (AccumulateGrad nodes of its graph)."""
+    found, seen, todo = [], set(), [t.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        variable = getattr(fn, "variable", None)
+        if variable is not None:
+            found.append(variable)
+        todo.extend(nxt for nxt, _ in fn.next_functions)
+    return found
+
+
+def _fill_grads(tensors: Any) -> None:
+    """What the backward stand-in does: a zero gradient, on each leaf's own device, for every leaf reached."""
+    tensors = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    for t in tensors:
+        if t.requires_grad and t.grad_fn is None and t.grad is None:
+            t.grad = torch.zeros_like(t)
+        for leaf in _leaves(t):
+            if leaf.grad is None:
+                leaf.grad = torch.zeros_like(leaf)
+
+
+def _on_cuda(tensors: Any) -> bool:
+    tensors = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    return any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in tensors)
+
+
+def _backward(original):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        if _is_fake(self) and _on_cuda(self):
+            if gradient is not None and gradient.device != self.device:
+                raise RuntimeError(f"invalid gradient: found two different devices {gradient.device}, {self.device}")
+            return _fill_grads(self)
+        return original(self, gradient, retain_graph, create_graph, inputs)
+
+    return backward
+
+
+def _autograd_backward(original):
+    def backward(tensors, grad_tensors=None, *args, **kwargs):
+        if _on_cuda(tensors) and all(_is_fake(t) for t in ([tensors] if isinstance(tensors, torch.Tensor) else tensors)):
+            return _fill_grads(tensors)
+        return original(tensors, grad_tensors, *args, **kwargs)
+
+    return backward
+
+
+def _autograd_grad(original):
+    def grad(outputs, inputs, *args, **kwargs):
+        if _on_cuda(outputs):
+            single = isinstance(inputs, torch.Tensor)
+            zeros = tuple(torch.zeros_like(t) for t in ([inputs] if single else inputs))
+            return zeros
+        return original(outputs, inputs, *args, **kwargs)
+
+    return grad
+
+
+def _placeholder(original, value):
+    """A fake tensor's Python number is a placeholder (``value`` of its kind); a real tensor's is its own."""
+
+    def number(self, *args: Any, **kwargs: Any) -> Any:
+        if _is_fake(self):
+            if value is None:  # .item(): a one of the tensor's kind
+                return True if self.dtype == torch.bool else 1 if not self.is_floating_point() and not self.is_complex() else 1.0
+            return value
+        return original(self, *args, **kwargs)
+
+    return number
+
+
+def _indexed(machine: FakeCudaMachine, value: Any) -> Any:
+    """``value`` with an index-less "cuda" turned into ``cuda:<current>``, as real CUDA resolves it."""
+    if isinstance(value, (str, torch.device)):
+        try:
+            d = torch.device(value)
+        except (RuntimeError, TypeError):
+            return value
+        if d.type == "cuda" and d.index is None:
+            return torch.device("cuda", machine.current)
+    return value
+
+
+def _to(machine: FakeCudaMachine, original):
+    """``Tensor.to`` that names the current GPU where it was asked for "cuda" (see the module text)."""
+
+    def to(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        args = tuple(_indexed(machine, a) for a in args)
+        if "device" in kwargs:
+            kwargs["device"] = _indexed(machine, kwargs["device"])
+        return original(self, *args, **kwargs)
+
+    return to
+
+
+def _cuda(machine: FakeCudaMachine):
+    def cuda(self, device: Any = None, non_blocking: bool = False, memory_format: Any = torch.preserve_format):
+        index = machine.index(device if isinstance(device, int) or device is None else torch.device(device))
+        return self.to(torch.device("cuda", index), non_blocking=non_blocking, memory_format=memory_format)
+
+    return cuda
+
+
+def _format(original):
+    """``f"{loss:.3f}"`` of a fake 0-dim tensor: its placeholder number (torch formats only plain Tensors so)."""
+
+    def format(self, spec: str) -> str:
+        if _is_fake(self) and self.dim() == 0:
+            return self.item().__format__(spec)
+        return original(self, spec)
+
+    return format
+
+
+def _real_tensors(original):
+    """``original`` run with real tensors: DeviceMesh keeps its ranks in a CPU tensor and reads them back."""
+    import functools
+
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    @functools.wraps(original)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with unset_fake_temporarily():
+            return original(*args, **kwargs)
+
+    return run
+
+
+def _distributed_changes() -> list[tuple[Any, str, Any]]:
+    """What a process group and a device mesh need: their bookkeeping tensors stay real (see :func:`_real_tensors`)."""
+    if not torch.distributed.is_available():
+        return []
+    import torch.distributed.fsdp._fully_shard._fsdp_init as fsdp_init
+    from torch.distributed import device_mesh
+
+    real_init = _real_tensors(device_mesh.init_device_mesh)
+    return [(device_mesh.DeviceMesh, "__init__", _real_tensors(device_mesh.DeviceMesh.__init__)),
+            (device_mesh, "init_device_mesh", real_init), (fsdp_init, "init_device_mesh", real_init),
+            (torch.distributed, "init_device_mesh", real_init)]
+
+
+def _data_property() -> property:
+    """``Tensor.data`` whose setter also moves a fake tensor's device (``p.data = p.to("cuda")``, as FSDP2 does).
+
+    A fake tensor keeps its device in a Python attribute, ``fake_device``; the C++ setter swaps the storage
+    and leaves that attribute behind, so a parameter moved this way would still say "cpu".
+    """
+    base = torch._C.TensorBase.data
+
+    def get(self):
+        return base.__get__(self)
+
+    def set(self, value):
+        base.__set__(self, value)
+        if _is_fake(self) and _is_fake(value):
+            self.fake_device = value.fake_device
+
+    return property(get, set)
+
+
+def _pinning():
+    """``Tensor.pin_memory``/``is_pinned`` for fake tensors: a pinned copy carries a mark that ``is_pinned`` reads."""
+
+    def pin_memory(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
+        copy = self.clone()
+        copy._fake_cuda_pinned = True
+        return copy
+
+    def is_pinned(self, *args: Any, **kwargs: Any) -> bool:
+        return bool(getattr(self, "_fake_cuda_pinned", False))
+
+    return pin_memory, is_pinned
+
+
+@contextlib.contextmanager
+def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachine]:
+    """Make this process look like a machine with ``count`` GPUs of kind ``gpu``, CUDA tensors included.
+
+    Needs a CUDA build of torch (:func:`cuda_build`). Every tensor made inside is a fake tensor; real tensors
+    made before are turned into fake ones when an operator meets them. Everything is put back on exit.
+    """
+    if not cuda_build():
+        raise RuntimeError("fake_cuda_machine needs a CUDA build of torch: a CPU-only build cannot make CUDA tensors")
+    from torch._subclasses import fake_tensor
+
+    from helpers.checks.patching import patched
+
+    machine = FakeCudaMachine(gpu=gpu, count=count)
+    mode_class = _fake_mode_class()
+    mode = mode_class(allow_non_fake_inputs=True)
+    mode.machine = machine
+    pin_memory, is_pinned = _pinning()
+    T = torch.Tensor
+    changes = machine.changes() + _distributed_changes() + [
+        (fake_tensor, "init_gpu_context", _nothing),  # makes a real CUDA tensor once, "so that backward works"
+        (nn.Module, "_apply", _apply_without_swap(nn.Module._apply)),
+        (T, "backward", _backward(T.backward)),
+        (torch.autograd, "backward", _autograd_backward(torch.autograd.backward)),
+        (torch.autograd, "grad", _autograd_grad(torch.autograd.grad)),
+        (T, "item", _placeholder(T.item, None)),
+        (T, "__float__", _placeholder(T.__float__, 1.0)),
+        (T, "__int__", _placeholder(T.__int__, 1)),
+        (T, "__index__", _placeholder(T.__index__, 1)),
+        (T, "__bool__", _placeholder(T.__bool__, False)),
+        (T, "__format__", _format(T.__format__)),
+        (T, "to", _to(machine, T.to)),
+        (T, "cuda", _cuda(machine)),
+        (T, "data", _data_property()),
+        (T, "pin_memory", pin_memory),
+        (T, "is_pinned", is_pinned),
+        (T, "record_stream", _nothing),
+    ]
+    with patched(changes), mode:
+        yield machine
