@@ -26,7 +26,8 @@ What it fakes, and why each piece is needed (checked on torch 2.11.0+cu130 witho
   forward's, so nothing about placement is lost, but hooks such as DDP's and FSDP's do not run);
 * values: a fake tensor has none, so ``.item()``, ``float()``, ``int()`` return a one of the right kind and
   ``bool()`` False (placeholders: a loop that prints its loss goes on, Adam's ``lr / (1 - beta1**step)``
-  divides by no zero); ``.tolist()``/``.numpy()`` still stop;
+  divides by no zero), and ``torch.equal``/``allclose`` say True (after checking the devices, as torch does);
+  ``.tolist()``/``.numpy()`` still stop;
 * ``Tensor.to("cuda")`` and ``.cuda()`` without an index: the C++ binding asks the CUDA runtime for the
   current device once ``is_available()`` says yes, so the stand-in names ``cuda:<current>`` first;
 * ``p.data = p.to("cuda")`` (how FSDP2 moves parameters): the fake tensor's device moves too;
@@ -49,6 +50,8 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._pytree import tree_leaves
 
 __all__ = ["GPU", "H100", "T4", "NeedsRealGPU", "cuda_build", "fake_cuda_machine", "is_mismatch", "stop_reason"]
 
@@ -357,30 +360,29 @@ class FakeCudaMachine:
         return changes
 
 
+#: The machine of the fake_cuda_machine block now running (one at a time), for the stand-ins that need it.
+_MACHINE: list[FakeCudaMachine] = []
+
+
 # --------------------------------------------------------------------------- tensors
 
 
-def _fake_mode_class():
-    """FakeTensorMode, plus CUDA's refusal of a device index the fake machine lacks."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils._pytree import tree_leaves
+class _OrdinalCheckingMode(FakeTensorMode):
+    """FakeTensorMode, plus CUDA's refusal of a device index the fake machine lacks (module-level: it pickles)."""
 
-    class _OrdinalCheckingMode(FakeTensorMode):
-        machine: FakeCudaMachine
+    machine: FakeCudaMachine
 
-        @property
-        def avoid_device_init(self) -> bool:
-            """Never touch the device: FakeTensorMode asks ``torch.cuda.is_available()``, which the machine fakes."""
-            return True
+    @property
+    def avoid_device_init(self) -> bool:
+        """Never touch the device: FakeTensorMode asks ``torch.cuda.is_available()``, which the machine fakes."""
+        return True
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = super().__torch_dispatch__(func, types, args, kwargs)
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor) and t.device.type == "cuda":
-                    self.machine.index(t.device)
-            return out
-
-    return _OrdinalCheckingMode
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                self.machine.index(t.device)
+        return out
 
 
 def _is_fake(t: Any) -> bool:
@@ -523,6 +525,19 @@ def _cuda(machine: FakeCudaMachine):
     return cuda
 
 
+def _same(original):
+    """``torch.equal``/``allclose`` of fake tensors: True, a placeholder (fake tensors have no values to compare)."""
+
+    def same(a, b, *args: Any, **kwargs: Any) -> bool:
+        if _is_fake(a) or _is_fake(b):
+            if a.device != b.device and not (a.dim() == 0 or b.dim() == 0):
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found {a.device} and {b.device}")
+            return True
+        return original(a, b, *args, **kwargs)
+
+    return same
+
+
 def _format(original):
     """``f"{loss:.3f}"`` of a fake 0-dim tensor: its placeholder number (torch formats only plain Tensors so)."""
 
@@ -580,6 +595,15 @@ def _data_property() -> property:
     return property(get, set)
 
 
+def _host_statistics() -> list[tuple[Any, str, Any]]:
+    """torch.utils.benchmark sums host clock readings with torch tensors: those stay real (they are not on a GPU)."""
+    from torch.utils.benchmark.utils.common import Measurement
+
+    figures = Measurement.significant_figures
+    return [(Measurement, "_lazy_init", _real_tensors(Measurement._lazy_init)),
+            (Measurement, "significant_figures", property(_real_tensors(figures.fget)))]
+
+
 def _pinning():
     """``Tensor.pin_memory``/``is_pinned`` for fake tensors: a pinned copy carries a mark that ``is_pinned`` reads."""
 
@@ -610,12 +634,11 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachi
     from helpers.checks.patching import patched
 
     machine = FakeCudaMachine(gpu=gpu, count=count)
-    mode_class = _fake_mode_class()
-    mode = mode_class(allow_non_fake_inputs=True)
+    mode = _OrdinalCheckingMode(allow_non_fake_inputs=True)
     mode.machine = machine
     pin_memory, is_pinned = _pinning()
     T = torch.Tensor
-    changes = machine.changes() + _distributed_changes() + [
+    changes = machine.changes() + _distributed_changes() + _host_statistics() + [
         (fake_tensor, "init_gpu_context", _nothing),  # makes a real CUDA tensor once, "so that backward works"
         (nn.Module, "_apply", _apply_without_swap(nn.Module._apply)),
         (T, "backward", _backward(T.backward)),
@@ -627,6 +650,8 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachi
         (T, "__index__", _placeholder(T.__index__, 1)),
         (T, "__bool__", _placeholder(T.__bool__, False)),
         (T, "__format__", _format(T.__format__)),
+        (torch, "equal", _same(torch.equal)), (T, "equal", _same(T.equal)),
+        (torch, "allclose", _same(torch.allclose)), (T, "allclose", _same(T.allclose)),
         (T, "to", _to(machine, T.to)),
         (T, "cuda", _cuda(machine)),
         (T, "data", _data_property()),
@@ -634,5 +659,292 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachi
         (T, "is_pinned", is_pinned),
         (T, "record_stream", _nothing),
     ]
-    with patched(changes), mode:
-        yield machine
+    import warnings
+
+    with patched(changes), mode, warnings.catch_warnings():
+        # helpers.memory keys storages by data pointer, which a fake tensor does not have (torch warns; it is 0)
+        warnings.filterwarnings("ignore", "Accessing the data pointer of FakeTensor")
+        _MACHINE[:] = [machine]
+        try:
+            yield machine
+        finally:
+            _MACHINE.clear()
+
+
+# --------------------------------------------------------------------------- ranks, one at a time
+
+
+class ChildProcessRefused(OSError):
+    """A child process was asked for: it would run real torch, without the fake machine, so the run stops there.
+
+    An OSError, so code that already copes with a missing tool (``nvcc``, ``nvidia-smi``) goes on.
+    """
+
+
+def _refuse_children(what: str):
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise ChildProcessRefused(f"{what}: a child process would run without the fake machine; not started")
+
+    return refused
+
+
+class _Inert:
+    """DDP's C++ Reducer and Logger in a group of one: every method does nothing."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return _nothing
+
+
+@contextlib.contextmanager
+def alone_in_a_group(rank: int, world_size: int) -> Iterator[None]:
+    """Let rank ``rank`` of ``world_size`` run in this process, alone: every process group it makes has one member.
+
+    ``init_process_group`` becomes gloo over an in-memory store with this process as its only member (NCCL needs
+    a real GPU); a 1-D device mesh the size of ``world_size`` becomes a mesh of one; DDP's checks across ranks,
+    its first broadcast and its C++ Reducer (which times buckets with CUDA events, and whose all-reduce hooks the
+    backward stand-in never fires) do nothing, as they would with nobody else in the group. The rank still reads its own
+    ``rank``, ``world_size``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``, so every device it picks is the one it
+    would pick in a real run: what runs alone is its device placement, not its communication.
+    """
+    import os
+
+    import torch.distributed as dist
+    from torch.distributed import device_mesh
+
+    real_init, mesh_init = dist.init_process_group, device_mesh.init_device_mesh
+
+    def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> None:
+        device_id = kwargs.get("device_id")
+        if isinstance(device_id, torch.device) and device_id.type == "cuda" and _MACHINE:
+            _MACHINE[0].index(device_id)  # NCCL binds the group to this GPU: one the machine lacks fails here
+        real_init("gloo", rank=0, world_size=1, store=dist.HashStore())
+
+    def init_device_mesh(device_type: str, mesh_shape: tuple, *args: Any, **kwargs: Any):
+        if len(mesh_shape) == 1 and mesh_shape[0] == world_size:
+            if device_type == "cuda":  # what init_device_mesh does on a GPU: this rank's GPU is LOCAL_RANK's
+                torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+            mesh_shape = (1,)
+        return mesh_init(device_type, mesh_shape, *args, **kwargs)
+
+    names = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "RANK": str(rank), "LOCAL_RANK": str(rank),
+             "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size)}
+    before = {k: os.environ.get(k) for k in names}
+    os.environ.update(names)
+    import torch.distributed.fsdp._fully_shard._fsdp_init as fsdp_init
+    from helpers.checks.patching import patched
+
+    import torch.nn.parallel.distributed as ddp_module
+
+    try:
+        with patched([(dist, "init_process_group", init_process_group),
+                      (ddp_module, "_verify_param_shape_across_processes", _nothing),
+                      (ddp_module, "_sync_module_states", _nothing),
+                      (dist, "Reducer", _Inert), (dist, "Logger", _Inert),
+                      (device_mesh, "init_device_mesh", init_device_mesh),
+                      (fsdp_init, "init_device_mesh", init_device_mesh),
+                      (dist, "init_device_mesh", init_device_mesh)]):
+            yield
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def launch_each_rank_alone(fn: Any, world_size: int = 2, *, args: Any = (), kwargs: dict | None = None,
+                           timeout: float = 60.0, echo: bool = True, env: dict | None = None) -> Any:
+    """``helpers.ddp.launch`` on the fake machine: each rank in turn, in this process (:func:`alone_in_a_group`)."""
+    from helpers import ddp
+
+    from helpers.checks.patching import patched
+
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        if seconds > 0.05:
+            raise NeedsRealGPU(f"a rank sleeps {seconds} s, waiting for another rank: alone in its group, "
+                               "nobody comes (a demonstration of a hang needs real processes)")
+        real_sleep(seconds)
+
+    clock = time.perf_counter()
+    results = []
+    with patched([(time, "sleep", sleep)]):
+        for rank in range(world_size):
+            with alone_in_a_group(rank, world_size):
+                results.append(fn(rank, world_size, *args, **(kwargs or {})))
+    return ddp.Run(results, [""] * world_size, time.perf_counter() - clock, 0)
+
+
+# --------------------------------------------------------------------------- a chapter, cell by cell
+
+
+class CellTimedOut(BaseException):
+    """A cell ran past its limit on the fake machine (a BaseException, so ``except Exception`` cannot hide it)."""
+
+
+@dataclass
+class CellRun:
+    """What one code cell did on the fake machine."""
+
+    index: int
+    status: str  #: "ran", "stopped" (as far as the CPU allows), "skipped" (not run, and why), "mismatch"
+    reason: str = ""
+    error: BaseException | None = None
+
+
+def _skip_reason(cell: Any) -> str | None:
+    nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+    if nbgrader.get("grade") and not nbgrader.get("solution"):
+        return "a grade cell: it grades on the CPU with its own fake machines (tests/test_exercises.py runs it)"
+    if any(line.lstrip().startswith(("%", "!")) for line in cell["source"].splitlines()):
+        return "IPython magic (%%writefile, !command): files and programs for child processes, which do not run here"
+    return None
+
+
+def _torch_settings() -> dict[str, Any]:
+    return {"grad": torch.is_grad_enabled(), "dtype": torch.get_default_dtype(), "threads": torch.get_num_threads(),
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
+            "matmul": torch.get_float32_matmul_precision(), "tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_tf32": torch.backends.cudnn.allow_tf32}
+
+
+def _restore_torch_settings(s: dict[str, Any]) -> None:
+    torch.set_grad_enabled(s["grad"])
+    torch.set_default_dtype(s["dtype"])
+    torch.set_num_threads(s["threads"])
+    torch.use_deterministic_algorithms(s["deterministic"])
+    torch.set_float32_matmul_precision(s["matmul"])
+    torch.backends.cuda.matmul.allow_tf32 = s["tf32"]
+    torch.backends.cudnn.allow_tf32 = s["cudnn_tf32"]
+
+
+def _refuse_cuda_profiling(original):
+    """The profiler with ``ProfilerActivity.CUDA`` asks CUPTI, the driver's tracer: a stop on the fake machine."""
+
+    def start(self) -> None:
+        if torch.profiler.ProfilerActivity.CUDA in (self.activities or ()):
+            raise NeedsRealGPU("the profiler's CUDA activity (CUPTI) needs a real GPU")
+        return original(self)
+
+    return start
+
+
+def _brief_timing(original, **limits: float):
+    """A ``torch.utils.benchmark.Timer`` method that measures for a moment: fake kernels' times mean nothing."""
+
+    def timed(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.update(limits)
+        return original(self, *args, **kwargs)
+
+    return timed
+
+
+def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: float = 2.0,
+              wall_seconds: float = 3.0, workdir: Any = None) -> tuple[list[CellRun], dict]:
+    """Run notebook code cells in order, in one namespace, on a fake machine of ``count`` ``gpu``.
+
+    Every cell runs, even after one stopped (a later cell that needs what a stopped one made stops too, with a
+    NameError): each stop is recorded with its reason, and only a device mix-up (:func:`is_mismatch`) is a
+    failure, for the caller to report. A cell gets ``cpu_seconds`` of CPU and ``wall_seconds`` in all.
+    Child processes are refused (:class:`ChildProcessRefused`) and ``helpers.ddp.launch`` runs each rank alone
+    in this process (:func:`launch_each_rank_alone`). What a cell prints is kept out of the test's output.
+    Returns each cell's :class:`CellRun` and the namespace.
+    """
+    import io
+    import multiprocessing.process
+    import os
+    import signal
+    import subprocess
+    import warnings
+
+    import matplotlib.pyplot as plt
+    from torch.utils.benchmark import Timer
+
+    from helpers import ddp
+    from helpers.checks.patching import patched
+
+    armed = [False]  # the limit raises once per cell, unless that once was swallowed (then it fires again)
+
+    def timed_out(signum: int, frame: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise CellTimedOut(f"the cell ran past its limit on the fake machine ({cpu_seconds} s CPU, {wall_seconds} s)")
+
+    import sys
+    import types
+    from unittest import mock
+
+    main = types.ModuleType("__main__")  # as in a kernel, functions a cell defines live in __main__ (pickle finds them)
+    namespace = main.__dict__
+    runs: list[CellRun] = []
+    settings, environ, cwd = _torch_settings(), dict(os.environ), os.getcwd()
+    old_prof, old_alarm = signal.signal(signal.SIGPROF, timed_out), signal.signal(signal.SIGALRM, timed_out)
+    old_hook = sys.unraisablehook
+
+    def unraisable(hook_args: Any) -> None:  # a limit swallowed in a finalizer: it fires again, nothing to report
+        if isinstance(hook_args.exc_value, CellTimedOut):
+            armed[0] = True
+        else:
+            old_hook(hook_args)
+
+    sys.unraisablehook = unraisable
+    children = [(subprocess, "Popen", _refuse_children("subprocess.Popen")),
+                (multiprocessing.process.BaseProcess, "start", _refuse_children("multiprocessing")),
+                (ddp, "launch", launch_each_rank_alone),
+                (torch.profiler.profile, "start", _refuse_cuda_profiling(torch.profiler.profile.start)),
+                (Timer, "blocked_autorange", _brief_timing(Timer.blocked_autorange, min_run_time=0.01)),
+                (Timer, "adaptive_autorange", _brief_timing(Timer.adaptive_autorange, min_run_time=0.01,
+                                                            max_run_time=0.02))]
+    try:
+        if workdir is not None:
+            os.chdir(workdir)
+        with fake_cuda_machine(gpu, count), patched(children), mock.patch.dict(sys.modules, {"__main__": main}), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for index, cell in enumerate(cells):
+                if cell.get("cell_type") != "code" or not cell["source"].strip():
+                    continue
+                skip = _skip_reason(cell)
+                if skip:
+                    runs.append(CellRun(index, "skipped", skip))
+                    continue
+                out = io.StringIO()
+                try:
+                    # repeating: a limit that fires inside a finalizer is swallowed there (unraisable), so it fires again
+                    armed[0] = True
+                    signal.setitimer(signal.ITIMER_PROF, cpu_seconds, 0.25)
+                    signal.setitimer(signal.ITIMER_REAL, wall_seconds, 0.25)
+                    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                        exec(compile(cell["source"], f"<cell {index}>", "exec"), namespace)
+                    runs.append(CellRun(index, "ran"))
+                except CellTimedOut as err:
+                    runs.append(CellRun(index, "stopped", str(err), err))
+                except Exception as err:  # noqa: BLE001 - every error is recorded and sorted
+                    if is_mismatch(err):
+                        runs.append(CellRun(index, "mismatch", _messages(err).splitlines()[0][:300], err))
+                    else:
+                        runs.append(CellRun(index, "stopped", stop_reason(err), err))
+                finally:
+                    armed[0] = False
+                    signal.setitimer(signal.ITIMER_PROF, 0)
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    plt.close("all")
+    finally:
+        sys.unraisablehook = old_hook
+        signal.signal(signal.SIGPROF, old_prof)
+        signal.signal(signal.SIGALRM, old_alarm)
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+        _restore_torch_settings(settings)
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    return runs, namespace
