@@ -15,7 +15,8 @@ What it fakes, and why each piece is needed (checked on torch 2.11.0+cu130 witho
   ``set_device``/``torch.cuda.device(i)`` refuse an index the machine lacks with CUDA's own words,
   "invalid device ordinal", and so does any tensor made on such an index (:class:`_OrdinalCheckingMode`);
 * things that need a real device and would fail with "Found no NVIDIA driver": ``synchronize``,
-  ``Event`` (timed by the host clock), ``Stream``, ``current_stream``, the allocator's statistics (zero);
+  ``Event`` (timed by the host clock), ``Stream``, ``current_stream``, the allocator's statistics (counted
+  from the fake CUDA tensors alive: :class:`FakeAllocator`);
 * ``nn.Module.to("cuda")`` of a module built inside the mode: torch swaps the parameters of a fake tensor
   (``torch.utils.swap_tensors``), which refuses a tensor with a weak reference, and the fake mode keeps one
   to each tensor it made ("Couldn't swap Linear.weight"); :func:`_apply_without_swap` assigns new
@@ -90,16 +91,13 @@ def cuda_build() -> bool:
 
 #: Words of a device mix-up, as real CUDA, torch's kernels and FakeTensorMode say it. Any of them fails a check.
 MISMATCH_WORDS = (
-    "found two different devices",
-    "Expected all tensors to be on the same device",
-    "invalid device ordinal",
-    "is not on the expected device",
-    "to be on the same device",
-    "but expected it to be on GPU",
+    "found two different devices",  # FakeTensorMode
+    "Expected all tensors to be on the same device",  # torch's kernels, CUDA
+    "invalid device ordinal",  # CUDA, and the fake machine, for a GPU index it lacks
+    "is not on the expected device",  # meta kernels
+    "but expected it to be on GPU",  # older kernels' "Tensor for argument #2 'mat1' is on CPU, ..."
     "Expected object of device type",
-    "not at the same device",
-    "device mismatch",
-    "left on cpu",
+    "are not at the same device",  # RNNs: "Input and parameter tensors are not at the same device"
 )
 
 #: Words of an error that only says the CPU cannot go further: a stop, not a failure.
@@ -118,22 +116,24 @@ STOP_WORDS = (
     "not compiled with",
     "child process",
     "not supported for tensor subclasses",
+    "Can't pickle",  # torch.save of a fake tensor: it has no bytes to write
 )
 
 
-def _messages(err: BaseException) -> str:
-    """The text of ``err`` and of every exception it was raised from or during."""
+def _messages(err: BaseException, during: bool = True) -> str:
+    """The text of ``err`` and of every exception it was raised from (``raise ... from``), and, with ``during``,
+    of those it was raised while handling."""
     parts, seen = [], set()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
         parts.append(f"{type(err).__name__}: {err}")
-        err = err.__cause__ or err.__context__
+        err = err.__cause__ or (err.__context__ if during else None)
     return "\n".join(parts)
 
 
 def is_mismatch(err: BaseException) -> bool:
     """Whether ``err`` (or what it was raised from) is a device mix-up: the one kind of error the check fails on."""
-    text = _messages(err)
+    text = _messages(err, during=False)  # not what a cell raised while handling a mix-up it made on purpose
     return any(word in text for word in MISMATCH_WORDS)
 
 
@@ -219,12 +219,60 @@ class FakeStream:
         return None
 
 
-def _zero(*args: Any, **kwargs: Any) -> int:
-    return 0
-
-
 def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
+
+
+class FakeAllocator:
+    """The caching allocator's statistics for fake tensors: bytes of live CUDA storages, per GPU, and their peak.
+
+    Chapters compare peaks (``torch.cuda.max_memory_allocated``) and divide by them; zeros would stop them
+    with a ZeroDivisionError. A storage counts from the first tensor that shows it until the last one
+    referring to it is gone (views share one), as the real allocator counts blocks. "Reserved" is what the
+    cache would hold: the peak since the last ``empty_cache``.
+    """
+
+    def __init__(self, count: int, capacity: int) -> None:
+        self.live, self.peak, self.reserved = [0] * count, [0] * count, [0] * count
+        self.capacity = capacity
+        self.refs: dict[int, list] = {}  # storage -> [tensors alive that use it, bytes, GPU]
+
+    def track(self, t: torch.Tensor) -> None:
+        import weakref
+
+        storage = t.untyped_storage()
+        key, index = storage._cdata, t.device.index
+        entry = self.refs.get(key)
+        if entry is None:
+            if self.live[index] + storage.nbytes() > self.capacity:
+                raise torch.OutOfMemoryError(self._oom(index, storage.nbytes()))
+            entry = self.refs[key] = [0, storage.nbytes(), index]
+            self.live[index] += entry[1]
+            self.peak[index] = max(self.peak[index], self.live[index])
+            self.reserved[index] = max(self.reserved[index], self.live[index])
+        entry[0] += 1
+        weakref.finalize(t, self._release, key)
+
+    def _oom(self, index: int, nbytes: int) -> str:
+        """torch's message for a CUDA allocation that does not fit (the words chapter 07 reads, sentence by sentence)."""
+        gib, mib = 2**30, 2**20
+        live, free = self.live[index], self.capacity - self.reserved[index]
+        return (f"CUDA out of memory. Tried to allocate {nbytes / mib:.2f} MiB. GPU {index} has a total capacity of "
+                f"{self.capacity / gib:.2f} GiB of which {free / mib:.2f} MiB is free. Including non-PyTorch memory, "
+                f"this process has {self.reserved[index] / gib:.2f} GiB memory in use. Of the allocated memory "
+                f"{live / gib:.2f} GiB is allocated by PyTorch, and {(self.reserved[index] - live) / mib:.2f} MiB is "
+                "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                "Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-"
+                "with-pytorch-cuda-alloc-conf)")
+
+    def _release(self, key: int) -> None:
+        entry = self.refs.get(key)
+        if entry is not None:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del self.refs[key]
+                self.live[entry[2]] -= entry[1]
 
 
 @dataclass
@@ -234,6 +282,10 @@ class FakeCudaMachine:
     gpu: GPU = H100
     count: int = 1
     current: int = 0
+    allocator: FakeAllocator | None = None
+
+    def __post_init__(self) -> None:
+        self.allocator = FakeAllocator(self.count, self.gpu.total_memory)
 
     # ---------------------------------------------------------------- device indices
     def index(self, device: Any = None) -> int:
@@ -281,8 +333,24 @@ class FakeCudaMachine:
         return self.gpu.name
 
     def mem_get_info(self, device: Any = None) -> tuple[int, int]:
-        self.index(device)
-        return self.gpu.total_memory, self.gpu.total_memory
+        i = self.index(device)
+        return self.gpu.total_memory - self.allocator.reserved[i], self.gpu.total_memory
+
+    def memory_allocated(self, device: Any = None) -> int:
+        return self.allocator.live[self.index(device)]
+
+    def max_memory_allocated(self, device: Any = None) -> int:
+        return self.allocator.peak[self.index(device)]
+
+    def memory_reserved(self, device: Any = None) -> int:
+        return self.allocator.reserved[self.index(device)]
+
+    def reset_peak_memory_stats(self, device: Any = None) -> None:
+        i = self.index(device)
+        self.allocator.peak[i] = self.allocator.live[i]
+
+    def empty_cache(self) -> None:
+        self.allocator.reserved = list(self.allocator.live)
 
     def synchronize(self, device: Any = None) -> None:
         if device is not None:
@@ -330,18 +398,20 @@ class FakeCudaMachine:
             (cuda, "stream", lambda stream=None: contextlib.nullcontext(stream)),
             (cuda, "set_stream", _nothing),
             (cuda, "is_current_stream_capturing", lambda: False),
-            (cuda, "empty_cache", _nothing),
+            (cuda, "empty_cache", self.empty_cache),
             (cuda, "ipc_collect", _nothing),
             (cuda, "utilization", self.refuse("torch.cuda.utilization (NVML)")),
             (cuda, "set_per_process_memory_fraction", _nothing),
-            (cuda, "reset_peak_memory_stats", _nothing),
+            (cuda, "reset_peak_memory_stats", self.reset_peak_memory_stats),
             (cuda, "reset_accumulated_memory_stats", _nothing),
-            (cuda, "reset_max_memory_allocated", _nothing),
+            (cuda, "reset_max_memory_allocated", self.reset_peak_memory_stats),
             (cuda, "memory_stats", lambda *a, **k: {}),
             (cuda, "memory_summary", lambda *a, **k: "(fake CUDA machine: no allocator statistics)"),
         ]
-        changes += [(cuda, name, _zero) for name in ("memory_allocated", "max_memory_allocated",
-                                                     "memory_reserved", "max_memory_reserved")]
+        changes += [(cuda, "memory_allocated", self.memory_allocated),
+                    (cuda, "max_memory_allocated", self.max_memory_allocated),
+                    (cuda, "memory_reserved", self.memory_reserved),
+                    (cuda, "max_memory_reserved", self.memory_reserved)]
         changes += [(torch.backends.cuda, "is_built", lambda: True),
                     # what torch's own code asks (FSDP2's default mesh, DeviceMesh): C++ says "cpu" without a GPU
                     (torch._C, "_get_accelerator", lambda check=False: torch.device("cuda")),
@@ -382,6 +452,7 @@ class _OrdinalCheckingMode(FakeTensorMode):
         for t in tree_leaves(out):
             if isinstance(t, torch.Tensor) and t.device.type == "cuda":
                 self.machine.index(t.device)
+                self.machine.allocator.track(t)
         return out
 
 

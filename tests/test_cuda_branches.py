@@ -128,9 +128,14 @@ def test_device_helpers_put_everything_on_the_gpu(machine):
 def test_memory_helpers_measure_the_gpu(machine):
     from helpers import memory
 
-    with memory.track_memory() as mem:
-        torch.empty(1024, device="cuda")
-    assert mem.device == torch.device("cuda", 0) and mem.method == "cuda"
+    last = machine.count - 1
+    with memory.track_memory(f"cuda:{last}") as mem:
+        kept = torch.empty(1024, device=f"cuda:{last}")
+        torch.empty(2048, device=f"cuda:{last}")  # freed at once: counts in the peak only
+        torch.empty(10**6, device="cpu")  # not the GPU's
+    assert mem.device == torch.device("cuda", last) and mem.method == "cuda"
+    assert (mem.peak_bytes, mem.current_bytes) == (4096 + 8192, 4096), mem
+    del kept
     step = memory.allocation_step(4096, fixed_bytes=1024)  # the device it allocates on: the GPU
     with memory.MemoryBudget(64 * 1024, "cuda") as budget:
         step(2)
