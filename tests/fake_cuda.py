@@ -10,17 +10,20 @@ puts the two together, so the course's CUDA branches run on the CPU as far as th
 
 What it fakes, and why each piece is needed (checked on torch 2.11.0+cu130 without a GPU):
 
-* the machine's answers: ``torch.cuda.is_available/device_count/get_device_properties/...`` and
-  ``torch.accelerator.*`` for N GPUs of a chosen :class:`GPU` (an H100-like 9.0 and a T4-like 7.5 below);
+* the machine's answers: ``torch.cuda.is_available/device_count/get_device_properties/...``,
+  ``torch.accelerator.*`` and ``torch._C._get_accelerator`` (what FSDP2 reads to build its default mesh)
+  for N GPUs of a chosen :class:`GPU` (an H100-like 9.0 and a T4-like 7.5 below);
   ``set_device``/``torch.cuda.device(i)`` refuse an index the machine lacks with CUDA's own words,
   "invalid device ordinal", and so does any tensor made on such an index (:class:`_OrdinalCheckingMode`);
 * things that need a real device and would fail with "Found no NVIDIA driver": ``synchronize``,
   ``Event`` (timed by the host clock), ``Stream``, ``current_stream``, the allocator's statistics (counted
   from the fake CUDA tensors alive: :class:`FakeAllocator`);
-* ``nn.Module.to("cuda")`` of a module built inside the mode: torch swaps the parameters of a fake tensor
-  (``torch.utils.swap_tensors``), which refuses a tensor with a weak reference, and the fake mode keeps one
-  to each tensor it made ("Couldn't swap Linear.weight"); :func:`_apply_without_swap` assigns new
-  parameters instead, as torch does for a module built outside the mode;
+* ``nn.Module.to("cuda")`` of a module built inside the mode: torch swaps a fake parameter for the moved one
+  (``torch.utils.swap_tensors``), which refuses a tensor something holds a weak reference to, and the fake
+  mode's bookkeeping holds one ("_apply(): Couldn't swap Linear.weight"); :func:`_apply_without_swap`
+  assigns new parameters instead, as torch does for a module built outside the mode;
+* FakeTensorMode itself asks ``torch.cuda.is_available()`` and, told yes, makes one real CUDA tensor and
+  asks the runtime for streams (``avoid_device_init``, ``init_gpu_context``): it is told never to;
 * ``backward``: the autograd engine asks the CUDA driver for a context on each CUDA device it runs
   on ("hasPrimaryContext expects a valid device index"), so it cannot run a fake CUDA graph; the stand-in
   gives every leaf a zero gradient on the leaf's own device (the backward pass's own device rules are the
@@ -36,14 +39,31 @@ What it fakes, and why each piece is needed (checked on torch 2.11.0+cu130 witho
   ``is_pinned()`` then reports as pinned.
 
 What stops on purpose (:func:`stop_reason` calls it a stop, not a failure): a stub that refuses
-(:class:`NeedsRealGPU`), a value only a real run has (``tolist``, ``numpy``), anything that still reaches the
-CUDA driver, child processes (DDP's launcher, DataLoader workers), a cell past its time.
+(:class:`NeedsRealGPU`), a value only a real run has (``tolist``, ``numpy``, ``torch.save``), anything that
+still reaches the CUDA driver (the CUDA profiler, NVML), child processes (DataLoader workers, ``subprocess``),
+a cell past its time.
+
+Distributed code runs rank by rank in this process, each rank alone in a process group of one
+(:func:`alone_in_a_group`, :func:`launch_each_rank_alone`): its device placement is what it would be in a
+real run (its ``LOCAL_RANK``'s GPU, its mesh), its communication is not. A chapter runs cell by cell
+(:func:`run_cells`); only a device mix-up (:func:`is_mismatch`) is a failure.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import io
+import multiprocessing.process
+import os
+import signal
+import subprocess
+import sys
+import threading
 import time
+import types
+import warnings
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -54,7 +74,8 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["GPU", "H100", "T4", "NeedsRealGPU", "cuda_build", "fake_cuda_machine", "is_mismatch", "stop_reason"]
+__all__ = ["GPU", "H100", "T4", "CellRun", "FakeAllocator", "NeedsRealGPU", "alone_in_a_group", "cuda_build",
+           "fake_cuda_machine", "is_mismatch", "launch_each_rank_alone", "run_cells", "stop_reason"]
 
 MIB, GIB = 2**20, 2**30
 
@@ -238,8 +259,6 @@ class FakeAllocator:
         self.refs: dict[int, list] = {}  # storage -> [tensors alive that use it, bytes, GPU]
 
     def track(self, t: torch.Tensor) -> None:
-        import weakref
-
         storage = t.untyped_storage()
         key, index = storage._cdata, t.device.index
         entry = self.refs.get(key)
@@ -622,7 +641,7 @@ def _format(original):
 
 def _real_tensors(original):
     """``original`` run with real tensors: DeviceMesh keeps its ranks in a CPU tensor and reads them back."""
-    import functools
+
 
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
@@ -730,8 +749,6 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachi
         (T, "is_pinned", is_pinned),
         (T, "record_stream", _nothing),
     ]
-    import warnings
-
     with patched(changes), mode, warnings.catch_warnings():
         # helpers.memory keys storages by data pointer, which a fake tensor does not have (torch warns; it is 0)
         warnings.filterwarnings("ignore", "Accessing the data pointer of FakeTensor")
@@ -780,8 +797,6 @@ def alone_in_a_group(rank: int, world_size: int) -> Iterator[None]:
     ``rank``, ``world_size``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``, so every device it picks is the one it
     would pick in a real run: what runs alone is its device placement, not its communication.
     """
-    import os
-
     import torch.distributed as dist
     from torch.distributed import device_mesh
 
@@ -927,13 +942,6 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
     in this process (:func:`launch_each_rank_alone`). What a cell prints is kept out of the test's output.
     Returns each cell's :class:`CellRun` and the namespace.
     """
-    import io
-    import multiprocessing.process
-    import os
-    import signal
-    import subprocess
-    import warnings
-
     import matplotlib.pyplot as plt
     from torch.utils.benchmark import Timer
 
@@ -947,15 +955,14 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
             armed[0] = False
             raise CellTimedOut(f"the cell ran past its limit on the fake machine ({cpu_seconds} s CPU, {wall_seconds} s)")
 
-    import sys
-    import types
-    from unittest import mock
-
     main = types.ModuleType("__main__")  # as in a kernel, functions a cell defines live in __main__ (pickle finds them)
     namespace = main.__dict__
     runs: list[CellRun] = []
     settings, environ, cwd = _torch_settings(), dict(os.environ), os.getcwd()
-    old_prof, old_alarm = signal.signal(signal.SIGPROF, timed_out), signal.signal(signal.SIGALRM, timed_out)
+    old_main = sys.modules["__main__"]
+    limits = threading.current_thread() is threading.main_thread()  # signals reach the main thread only
+    old_prof = signal.signal(signal.SIGPROF, timed_out) if limits else None
+    old_alarm = signal.signal(signal.SIGALRM, timed_out) if limits else None
     old_hook = sys.unraisablehook
 
     def unraisable(hook_args: Any) -> None:  # a limit swallowed in a finalizer: it fires again, nothing to report
@@ -975,8 +982,9 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
     try:
         if workdir is not None:
             os.chdir(workdir)
-        with fake_cuda_machine(gpu, count), patched(children), mock.patch.dict(sys.modules, {"__main__": main}), \
-                warnings.catch_warnings():
+        # only __main__ is swapped (mock.patch.dict would also drop every module the cells import, on exit)
+        sys.modules["__main__"] = main
+        with fake_cuda_machine(gpu, count), patched(children), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for index, cell in enumerate(cells):
                 if cell.get("cell_type") != "code" or not cell["source"].strip():
@@ -988,9 +996,10 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                 out = io.StringIO()
                 try:
                     # repeating: a limit that fires inside a finalizer is swallowed there (unraisable), so it fires again
-                    armed[0] = True
-                    signal.setitimer(signal.ITIMER_PROF, cpu_seconds, 0.25)
-                    signal.setitimer(signal.ITIMER_REAL, wall_seconds, 0.25)
+                    armed[0] = limits
+                    if limits:
+                        signal.setitimer(signal.ITIMER_PROF, cpu_seconds, 0.25)
+                        signal.setitimer(signal.ITIMER_REAL, wall_seconds, 0.25)
                     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                         exec(compile(cell["source"], f"<cell {index}>", "exec"), namespace)
                     runs.append(CellRun(index, "ran"))
@@ -1003,13 +1012,16 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                         runs.append(CellRun(index, "stopped", stop_reason(err), err))
                 finally:
                     armed[0] = False
-                    signal.setitimer(signal.ITIMER_PROF, 0)
-                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    if limits:
+                        signal.setitimer(signal.ITIMER_PROF, 0)
+                        signal.setitimer(signal.ITIMER_REAL, 0)
                     plt.close("all")
     finally:
+        sys.modules["__main__"] = old_main
         sys.unraisablehook = old_hook
-        signal.signal(signal.SIGPROF, old_prof)
-        signal.signal(signal.SIGALRM, old_alarm)
+        if limits:
+            signal.signal(signal.SIGPROF, old_prof)
+            signal.signal(signal.SIGALRM, old_alarm)
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(environ)
