@@ -74,8 +74,8 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["GPU", "H100", "T4", "CellRun", "FakeAllocator", "NeedsRealGPU", "alone_in_a_group", "cuda_build",
-           "fake_cuda_machine", "is_mismatch", "launch_each_rank_alone", "run_cells", "stop_reason"]
+__all__ = ["GPU", "H100", "T4", "CellRun", "ChildProcessRefused", "FakeAllocator", "NeedsRealGPU", "alone_in_a_group", "cuda_build",
+           "fake_cuda_machine", "is_mismatch", "launch_each_rank_alone", "run_cells", "stand_ins", "stop_reason"]
 
 MIB, GIB = 2**20, 2**30
 
@@ -931,22 +931,43 @@ def _brief_timing(original, **limits: float):
     return timed
 
 
+@contextlib.contextmanager
+def stand_ins() -> Iterator[None]:
+    """What a run on the fake machine does instead of what it cannot do (with :func:`fake_cuda_machine`).
+
+    Child processes are refused (:class:`ChildProcessRefused`: they would run real torch, without the fake);
+    ``helpers.ddp.launch`` runs each rank alone in this process (:func:`launch_each_rank_alone`); the profiler's
+    CUDA activity is refused (CUPTI needs a driver); ``torch.utils.benchmark``'s timers measure for a moment
+    only (a fake kernel's time means nothing, and the whole check must stay short).
+    """
+    from torch.utils.benchmark import Timer
+
+    from helpers import ddp
+    from helpers.checks.patching import patched
+
+    with patched([(subprocess, "Popen", _refuse_children("subprocess.Popen")),
+                  (multiprocessing.process.BaseProcess, "start", _refuse_children("multiprocessing")),
+                  (ddp, "launch", launch_each_rank_alone),
+                  (torch.profiler.profile, "start", _refuse_cuda_profiling(torch.profiler.profile.start)),
+                  (Timer, "blocked_autorange", _brief_timing(Timer.blocked_autorange, min_run_time=0.01)),
+                  (Timer, "adaptive_autorange", _brief_timing(Timer.adaptive_autorange, min_run_time=0.01,
+                                                              max_run_time=0.02))]):
+        yield
+
+
 def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: float = 2.0,
               wall_seconds: float = 3.0, workdir: Any = None) -> tuple[list[CellRun], dict]:
     """Run notebook code cells in order, in one namespace, on a fake machine of ``count`` ``gpu``.
 
     Every cell runs, even after one stopped (a later cell that needs what a stopped one made stops too, with a
     NameError): each stop is recorded with its reason, and only a device mix-up (:func:`is_mismatch`) is a
-    failure, for the caller to report. A cell gets ``cpu_seconds`` of CPU and ``wall_seconds`` in all.
-    Child processes are refused (:class:`ChildProcessRefused`) and ``helpers.ddp.launch`` runs each rank alone
-    in this process (:func:`launch_each_rank_alone`). What a cell prints is kept out of the test's output.
+    failure, for the caller to report. A cell gets ``cpu_seconds`` of CPU and ``wall_seconds`` in all, under
+    :func:`stand_ins`. Grade cells and cells with IPython magics are skipped (:func:`_skip_reason`). What a
+    cell prints is kept out of the test's output; torch's settings, the environment and the working
+    directory are put back afterwards.
     Returns each cell's :class:`CellRun` and the namespace.
     """
     import matplotlib.pyplot as plt
-    from torch.utils.benchmark import Timer
-
-    from helpers import ddp
-    from helpers.checks.patching import patched
 
     armed = [False]  # the limit raises once per cell, unless that once was swallowed (then it fires again)
 
@@ -972,19 +993,12 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
             old_hook(hook_args)
 
     sys.unraisablehook = unraisable
-    children = [(subprocess, "Popen", _refuse_children("subprocess.Popen")),
-                (multiprocessing.process.BaseProcess, "start", _refuse_children("multiprocessing")),
-                (ddp, "launch", launch_each_rank_alone),
-                (torch.profiler.profile, "start", _refuse_cuda_profiling(torch.profiler.profile.start)),
-                (Timer, "blocked_autorange", _brief_timing(Timer.blocked_autorange, min_run_time=0.01)),
-                (Timer, "adaptive_autorange", _brief_timing(Timer.adaptive_autorange, min_run_time=0.01,
-                                                            max_run_time=0.02))]
     try:
         if workdir is not None:
             os.chdir(workdir)
         # only __main__ is swapped (mock.patch.dict would also drop every module the cells import, on exit)
         sys.modules["__main__"] = main
-        with fake_cuda_machine(gpu, count), patched(children), warnings.catch_warnings():
+        with fake_cuda_machine(gpu, count), stand_ins(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for index, cell in enumerate(cells):
                 if cell.get("cell_type") != "code" or not cell["source"].strip():

@@ -209,6 +209,36 @@ def test_ddp_training_loop_runs_each_rank_on_its_gpu(gpus):
     assert [r["steps"] for r in run.results] == [2 * (16 // gpus // 4)] * gpus  # 2 epochs of this rank's batches of 4
 
 
+def _measure_kwargs(chapter: str) -> dict:
+    from course_tools.gpu_check import measure
+
+    return {**measure.REHEARSAL.get(chapter, {}), **({"nbytes": 2**20} if chapter == "04_dataloader" else {})}
+
+
+def _gpu_check_chapters() -> list[str]:
+    from course_tools.gpu_check import measure
+
+    return list(measure.MEASURES)
+
+
+@pytest.mark.parametrize("chapter", _gpu_check_chapters())
+def test_gpu_check_measures_run_their_cuda_branches(chapter):
+    """``make gpu-check``'s measurements (course_tools/gpu_check/measure.py) at their rehearsal sizes, on CUDA:
+    whatever a first real GPU run would trip over in placement shows here first."""
+    from course_tools.gpu_check import measure
+
+    with fc.fake_cuda_machine(fc.H100, 1), fc.stand_ins():
+        try:
+            figures, skipped = measure.MEASURES[chapter](torch.device("cuda", 0), **_measure_kwargs(chapter))
+        except Exception as err:  # noqa: BLE001 - sorted below
+            assert not fc.is_mismatch(err), f"{chapter}'s GPU measurement mixes devices: {err}"
+            assert chapter == "07_troubleshooting" and isinstance(err, fc.ChildProcessRefused), fc.stop_reason(err)
+            return  # its device-side assert runs in a child process: real CUDA only
+    assert figures and not any("ran on" in why for why in skipped.values()), (figures, skipped)
+    if chapter == "03_memory":
+        assert figures["allocated_after_alloc"] == 64 * 2**20 and "CUDA out of memory" in figures["oom_message"]
+
+
 # --------------------------------------------------------------------------- chapter 06's FSDP2 demo (finding 1)
 
 
@@ -275,8 +305,11 @@ def _frames(err: BaseException) -> list[tuple[str, int]]:
 #: Where a chapter's own code mixes devices today (issue 23 findings still open): xfail(strict) until fixed.
 KNOWN_MISMATCHES: dict[tuple[str, str], str] = {}
 
-CHAPTER_RUNS = [(chapter, "H100x1") for chapter in chapters()] + [("05_mixed_precision", "T4x1"),
-                                                                   ("06_multi_gpu", "H100x2")]
+#: Every chapter on one H100; the chapters whose CUDA branches depend on the kind of GPU (demo sizes from its
+#: L2, the T4's fp16 path: findings 4 and 7) on a T4 too; the multi-GPU chapter on two GPUs.
+CHAPTER_RUNS = [(chapter, "H100x1") for chapter in chapters()] + [
+    (chapter, "T4x1") for chapter in ("01_why_gpus", "05_mixed_precision", "07_troubleshooting")] + [
+    ("06_multi_gpu", "H100x2")]
 
 
 def _marks(chapter: str, machine: str) -> list:
