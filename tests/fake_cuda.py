@@ -787,7 +787,7 @@ class _Inert:
 
 
 @contextlib.contextmanager
-def alone_in_a_group(rank: int, world_size: int) -> Iterator[None]:
+def alone_in_a_group(rank: int, world_size: int, local_world_size: int | None = None) -> Iterator[None]:
     """Let rank ``rank`` of ``world_size`` run in this process, alone: every process group it makes has one member.
 
     ``init_process_group`` becomes gloo over an in-memory store with this process as its only member (NCCL needs
@@ -795,7 +795,9 @@ def alone_in_a_group(rank: int, world_size: int) -> Iterator[None]:
     its first broadcast and its C++ Reducer (which times buckets with CUDA events, and whose all-reduce hooks the
     backward stand-in never fires) do nothing, as they would with nobody else in the group. The rank still reads its own
     ``rank``, ``world_size``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``, so every device it picks is the one it
-    would pick in a real run: what runs alone is its device placement, not its communication.
+    would pick in a real run: what runs alone is its device placement, not its communication. With
+    ``local_world_size`` below ``world_size`` the ranks are spread over machines of that many processes each
+    (``LOCAL_RANK`` = rank modulo it, as torchrun sets it on each machine).
     """
     import torch.distributed as dist
     from torch.distributed import device_mesh
@@ -811,12 +813,13 @@ def alone_in_a_group(rank: int, world_size: int) -> Iterator[None]:
     def init_device_mesh(device_type: str, mesh_shape: tuple, *args: Any, **kwargs: Any):
         if len(mesh_shape) == 1 and mesh_shape[0] == world_size:
             if device_type == "cuda":  # what init_device_mesh does on a GPU: this rank's GPU is LOCAL_RANK's
-                torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+                torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
             mesh_shape = (1,)
         return mesh_init(device_type, mesh_shape, *args, **kwargs)
 
-    names = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "RANK": str(rank), "LOCAL_RANK": str(rank),
-             "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size)}
+    local = local_world_size or world_size  # ranks per machine: several machines when fewer than world_size
+    names = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "RANK": str(rank), "LOCAL_RANK": str(rank % local),
+             "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(local)}
     before = {k: os.environ.get(k) for k in names}
     os.environ.update(names)
     import torch.distributed.fsdp._fully_shard._fsdp_init as fsdp_init
@@ -844,10 +847,14 @@ def alone_in_a_group(rank: int, world_size: int) -> Iterator[None]:
 
 
 def launch_each_rank_alone(fn: Any, world_size: int = 2, *, args: Any = (), kwargs: dict | None = None,
-                           timeout: float = 60.0, echo: bool = True, env: dict | None = None) -> Any:
-    """``helpers.ddp.launch`` on the fake machine: each rank in turn, in this process (:func:`alone_in_a_group`)."""
-    from helpers import ddp
+                           timeout: float = 60.0, echo: bool = True, env: dict | None = None,
+                           local_world_size: int | None = None) -> Any:
+    """``helpers.ddp.launch`` on the fake machine: each rank in turn, in this process (:func:`alone_in_a_group`).
 
+    ``timeout``, ``echo`` and ``env`` are accepted and not used (nothing runs in another process). A rank that
+    sleeps longer than a moment is waiting for a peer that is not there: that stops the run (:class:`NeedsRealGPU`).
+    """
+    from helpers import ddp
     from helpers.checks.patching import patched
 
     real_sleep = time.sleep
@@ -862,7 +869,7 @@ def launch_each_rank_alone(fn: Any, world_size: int = 2, *, args: Any = (), kwar
     results = []
     with patched([(time, "sleep", sleep)]):
         for rank in range(world_size):
-            with alone_in_a_group(rank, world_size):
+            with alone_in_a_group(rank, world_size, local_world_size):
                 results.append(fn(rank, world_size, *args, **(kwargs or {})))
     return ddp.Run(results, [""] * world_size, time.perf_counter() - clock, 0)
 

@@ -276,6 +276,68 @@ def test_self_test_the_fsdp_demo_without_a_cpu_mesh_fails(gpus, capsys):
     assert fc.is_mismatch(err.value), f"expected a device mix-up, got {fc.stop_reason(err.value)}"
 
 
+# --------------------------------------------------------------------------- chapter 06's exercise (finding 11)
+
+
+class InMemoryCheckpoints:
+    """``torch.save``/``torch.load`` of a path, kept in memory: a fake tensor has no bytes to write to a file.
+
+    ``torch.load(..., map_location=device)`` moves every tensor to ``device``, as the real one does.
+    """
+
+    def __init__(self) -> None:
+        self.saved: dict[str, object] = {}
+        self.devices: list[torch.device] = []
+
+    def save(self, obj, path, *args, **kwargs) -> None:
+        self.saved[str(path)] = obj
+
+    def load(self, path, map_location=None, **kwargs):
+        from helpers.device import to_device
+
+        obj = self.saved[str(path)]
+        if map_location is None:
+            return obj
+        self.devices.append(torch.device(map_location))
+        return to_device(obj, map_location)
+
+
+def _run_train_ddp(source: str, gpus: int, world: int, per_machine: int, tmp_path) -> InMemoryCheckpoints:
+    from unittest import mock
+
+    from helpers.models import make_regression
+
+    _, imports = _chapter_function("06_multi_gpu", "train_ddp")
+    namespace: dict = {}
+    checkpoints = InMemoryCheckpoints()
+    x, y = make_regression(16, 3, seed=0)
+    with fc.fake_cuda_machine(fc.H100, gpus), mock.patch.object(torch, "save", checkpoints.save), \
+            mock.patch.object(torch, "load", checkpoints.load):
+        exec(compile(imports, "<imports>", "exec"), namespace)
+        exec(compile(source, "<train_ddp>", "exec"), namespace)
+        fc.launch_each_rank_alone(namespace["train_ddp"], world, args=(x, y, str(tmp_path / "ddp.pt")),
+                                  local_world_size=per_machine)
+    return checkpoints
+
+
+@pytest.mark.parametrize("gpus, world, per_machine", [(1, 1, 1), (2, 2, 2), (2, 4, 2)])
+def test_chapter_06_train_ddp_puts_each_rank_on_its_local_gpu(gpus, world, per_machine, tmp_path):
+    """The exercise's reference solution, rank by rank: one GPU; two; two machines of two GPUs (ranks 2, 3 on GPUs 0, 1)."""
+    source, _ = _chapter_function("06_multi_gpu", "train_ddp")
+    checkpoints = _run_train_ddp(source, gpus, world, per_machine, tmp_path)
+    assert checkpoints.devices == [torch.device("cuda", r % per_machine) for r in range(world)]
+
+
+def test_self_test_train_ddp_with_cuda_rank_fails_on_the_second_machine(tmp_path):
+    """Finding 11 planted back: ``cuda:rank`` asks rank 2 of two 2-GPU machines for a third GPU."""
+    source, _ = _chapter_function("06_multi_gpu", "train_ddp")
+    planted = source.replace('int(os.environ.get("LOCAL_RANK", rank))', "rank")
+    assert planted != source, "chapter 06's train_ddp no longer reads LOCAL_RANK so: update this self-test"
+    with pytest.raises(Exception) as err:
+        _run_train_ddp(planted, 2, 4, 2, tmp_path)
+    assert fc.is_mismatch(err.value), f"expected invalid device ordinal, got {fc.stop_reason(err.value)}"
+
+
 # --------------------------------------------------------------------------- every chapter, cell by cell
 
 
