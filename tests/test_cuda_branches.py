@@ -276,6 +276,86 @@ def test_self_test_the_fsdp_demo_without_a_cpu_mesh_fails(gpus, capsys):
     assert fc.is_mismatch(err.value), f"expected a device mix-up, got {fc.stop_reason(err.value)}"
 
 
+# --------------------------------------------------------------------------- the exercises' reference solutions
+
+#: For each exercise whose reference solution takes a device: code that calls it on the fake GPU and checks
+#: where its results are. The grade cells test the same functions on the CPU and the meta device only.
+SOLUTION_DRIVERS = {
+    ("01_why_gpus", "time_on_device"): """
+a = torch.randn(16, 16, device="cuda")
+assert time_on_device(lambda: a @ a, "cuda", warmup=1, repeats=2) >= 0
+""",
+    ("02_devices", "choose_device"): """
+assert choose_device() == torch.device("cuda", 0) and choose_device("cuda") == torch.device("cuda")
+""",
+    ("02_devices", "move_batch"): """
+moved = move_batch({"x": torch.ones(2), "pair": [torch.zeros(1), (torch.arange(3), "id")]}, device)  # the chapter's pick_device()
+assert all(t.device == torch.device("cuda", 0) for t in (moved["x"], moved["pair"][0], moved["pair"][1][0]))
+""",
+    ("02_devices", "forward_on"): """
+assert forward_on(nn.Linear(10, 1), torch.randn(3, 10), torch.device("cuda", 0)).device == torch.device("cuda", 0)
+""",
+    ("04_dataloader", "loader_for"): """
+from helpers import dataloader as dl
+loader = loader_for(dl.SleepDataset(n=8, item_s=0.0), "cuda", 4, 0, 0)
+batch = next(iter(loader))
+assert loader.pin_memory and batch["x"].is_pinned()
+""",
+    ("05_mixed_precision", "amp_train_step"): """
+import torch.nn.functional as F
+from helpers.amp import amp_plan
+plan = amp_plan("cuda")
+model = nn.Linear(8, 1).to("cuda")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cuda", enabled=plan.use_scaler)
+x, y = torch.randn(4, 8, device="cuda"), torch.randn(4, 1, device="cuda")
+assert isinstance(amp_train_step(model, x, y, F.mse_loss, optimizer, scaler, "cuda", plan.dtype), float)
+""",
+    ("05_mixed_precision", "amp_clip_step"): """
+import torch.nn.functional as F
+from helpers.amp import amp_plan
+plan = amp_plan("cuda")
+model = nn.Linear(8, 1).to("cuda")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cuda", enabled=plan.use_scaler)
+x, y = torch.randn(4, 8, device="cuda"), torch.randn(4, 1, device="cuda")
+assert isinstance(amp_clip_step(model, x, y, F.mse_loss, optimizer, scaler, "cuda", plan.dtype, 1.0), float)
+""",
+    ("07_troubleshooting", "train_epoch"): """
+model = nn.Linear(6, 3)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+batches = [(torch.randn(4, 6), torch.randint(1, 4, (4,))) for _ in range(2)]  # on the CPU, labels 1..3
+assert isinstance(train_epoch(model, optimizer, batches, torch.device("cuda", 0)), float)
+assert next(model.parameters()).device == torch.device("cuda", 0)
+assert isinstance(evaluate(model, batches, torch.device("cuda", 0)), float)
+""",
+}
+
+
+def _drive(chapter: str, name: str, source: str, gpu: fc.GPU) -> None:
+    _, imports = _chapter_function(chapter, name)
+    namespace: dict = {}
+    with fc.fake_cuda_machine(gpu, 1):
+        for code, where in ((imports, "<imports>"), (source, f"<{name}>"), (SOLUTION_DRIVERS[chapter, name], "<driver>")):
+            exec(compile(code, where, "exec"), namespace)
+
+
+@pytest.mark.parametrize("gpu", [fc.H100, fc.T4], ids=["H100", "T4"])
+@pytest.mark.parametrize("chapter, name", list(SOLUTION_DRIVERS), ids=[f"{c}/{n}" for c, n in SOLUTION_DRIVERS])
+def test_reference_solution_runs_on_the_gpu(chapter, name, gpu):
+    _drive(chapter, name, _chapter_function(chapter, name)[0], gpu)
+
+
+def test_self_test_a_solution_that_leaves_the_labels_on_the_cpu_fails():
+    """The classic slip planted in chapter 07's train_epoch: the inputs go to the GPU, the labels stay behind."""
+    source, _ = _chapter_function("07_troubleshooting", "train_epoch")
+    planted = source.replace("(y - 1).to(device)", "(y - 1)")
+    assert planted != source, "chapter 07's train_epoch no longer moves (y - 1): update this self-test"
+    with pytest.raises(Exception) as err:
+        _drive("07_troubleshooting", "train_epoch", planted, fc.H100)
+    assert fc.is_mismatch(err.value), f"expected a device mix-up, got {fc.stop_reason(err.value)}"
+
+
 # --------------------------------------------------------------------------- chapter 06's exercise (finding 11)
 
 
