@@ -104,7 +104,12 @@ class NeedsRealGPU(RuntimeError):
 
 
 def cuda_build() -> bool:
-    """True when this torch was built for CUDA, the only build whose FakeTensorMode can make CUDA tensors."""
+    """True when this torch was built for CUDA, the only build whose fake CUDA tensors can be used.
+
+    A CPU-only build's FakeTensorMode makes a tensor that says ``cuda:0`` too, but the first operator that
+    records autograd on it asks for CUDA's device guard, which only a CUDA build registers, from C++ code that
+    cannot raise: the process aborts ("getDeviceGuardImpl", checked with torch 2.13.0+cpu).
+    """
     return torch.version.cuda is not None and torch.backends.cuda.is_built()
 
 

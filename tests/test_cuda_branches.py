@@ -26,9 +26,10 @@ import fake_cuda as fc
 from conftest import GPU_SKIP_REASON
 from course import chapters, load, solution_path
 
-#: On a CPU-only build FakeTensorMode cannot make a CUDA tensor (nothing registers the CUDA device), so
-#: nothing here can run; the skip says so, and carries the GPU reason tests/conftest.py accepts.
-CPU_BUILD_REASON = (f"fakes CUDA tensors, which only a CUDA build of torch can make (this torch, {torch.__version__}, "
+#: On a CPU-only build a fake CUDA tensor exists, but the first module that uses one aborts the process (no
+#: CUDA device guard: fake_cuda.cuda_build), so nothing here can run; the skip says so, and carries the GPU
+#: reason tests/conftest.py accepts (its list of allowed reasons is a shared file).
+CPU_BUILD_REASON = (f"fakes CUDA tensors, which only a CUDA build of torch can use (this torch, {torch.__version__}, "
                     f"is a CPU-only build; CI's torch-floor venv is a CUDA build); without one, it {GPU_SKIP_REASON}")
 
 pytestmark = pytest.mark.skipif(not fc.cuda_build(), reason=CPU_BUILD_REASON)
@@ -259,14 +260,14 @@ def _run_fsdp_demo(source: str, imports: str, gpus: int) -> list:
 
 
 @pytest.mark.parametrize("gpus", [1, 2])
-def test_chapter_06_fsdp_demo_keeps_every_rank_on_its_devices(gpus, capsys):
+def test_chapter_06_fsdp_demo_keeps_every_rank_on_its_devices(gpus):
     source, imports = _chapter_function("06_multi_gpu", "show_fsdp")
     results = _run_fsdp_demo(source, imports, gpus)
     assert len(results) == 2
 
 
 @pytest.mark.parametrize("gpus", [1, 2])
-def test_self_test_the_fsdp_demo_without_a_cpu_mesh_fails(gpus, capsys):
+def test_self_test_the_fsdp_demo_without_a_cpu_mesh_fails(gpus):
     """Finding 1 planted back: without ``mesh=``, fully_shard builds its mesh on CUDA and the gloo demo mixes devices."""
     source, imports = _chapter_function("06_multi_gpu", "show_fsdp")
     planted = re.sub(r",\s*mesh=mesh", "", source)
