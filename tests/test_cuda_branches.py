@@ -432,8 +432,8 @@ def assert_no_mismatch(chapter: str, runs: list[fc.CellRun]) -> None:
     bad = [r for r in runs if r.status == "mismatch"]
     lines = []
     for r in bad:
-        frames = [f for f in _frames(r.error) if f[0].startswith("<cell ")]
-        where = f" (line {frames[-1][1]})" if frames else ""
+        frames = [f for f in _frames(r.error) if f[0].startswith("<cell ")]  # the innermost notebook line
+        where = f" (at {frames[-1][0][1:-1]}, line {frames[-1][1]})" if frames else ""
         lines.append(f"  cell {r.index}{where}: {r.reason}")
     assert not bad, f"{chapter}: device mix-up on the fake GPU machine:\n" + "\n".join(lines) + \
         f"\nevery cell that did not run:\n{describe(runs)}"
@@ -486,7 +486,7 @@ def test_self_test_a_planted_mismatch_in_a_chapter_fails_the_check():
     cells = [{"cell_type": "code", "source": s, "metadata": {}} for s in PLANTED]
     runs, _ = fc.run_cells(cells)
     assert [r.status for r in runs] == ["ran", "ran", "mismatch", "ran"], describe(runs)
-    with pytest.raises(AssertionError, match=r"cell 2 \(line 1\): .*found two different devices"):
+    with pytest.raises(AssertionError, match=r"cell 2 \(at cell 2, line 1\): .*found two different devices"):
         assert_no_mismatch("planted", runs)
 
 
