@@ -17,7 +17,9 @@ GPU_SKIP_REASON = "needs a CUDA GPU; this machine has none (torch.cuda.is_availa
 #: The only reasons a test may be skipped for. Any other skip (a stray pytest.skip, an
 #: importorskip that hides a missing dependency) fails the run, as pytorch/tutorials does.
 BROWSER_SKIP_REASON = "needs Chromium at /usr/bin/chromium (Debian's `chromium` package; .ci/run installs it)"
-ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON, BROWSER_SKIP_REASON)
+#: tests/test_cuda_branches.py fakes CUDA tensors, which only a CUDA build of torch can (CI's torch-floor venv is one)
+CUDA_BUILD_SKIP_REASON = "needs a CUDA build of torch to fake CUDA tensors (this torch is a CPU-only build)"
+ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON, BROWSER_SKIP_REASON, CUDA_BUILD_SKIP_REASON)
 
 
 #: A parametrized test whose id starts with a chapter (``[06_multi_gpu]``, ``[06_multi_gpu/no_barrier]``,

@@ -23,14 +23,12 @@ import torch
 from torch import nn
 
 import fake_cuda as fc
-from conftest import GPU_SKIP_REASON
+from conftest import CUDA_BUILD_SKIP_REASON
 from course import chapters, load, solution_path
 
 #: On a CPU-only build a fake CUDA tensor exists, but the first module that uses one aborts the process (no
-#: CUDA device guard: fake_cuda.cuda_build), so nothing here can run; the skip says so, and carries the GPU
-#: reason tests/conftest.py accepts (its list of allowed reasons is a shared file).
-CPU_BUILD_REASON = (f"fakes CUDA tensors, which only a CUDA build of torch can use (this torch, {torch.__version__}, "
-                    f"is a CPU-only build; CI's torch-floor venv is a CUDA build); without one, it {GPU_SKIP_REASON}")
+#: CUDA device guard: fake_cuda.cuda_build), so nothing here can run; the skip says so.
+CPU_BUILD_REASON = f"{CUDA_BUILD_SKIP_REASON}: torch {torch.__version__}; CI's torch-floor venv runs these"
 
 pytestmark = pytest.mark.skipif(not fc.cuda_build(), reason=CPU_BUILD_REASON)
 
