@@ -132,3 +132,21 @@ def test_a_function_that_reaches_torch_backends_is_handed_over():
     exec(export_code(path, ["mps_here"]), namespace)
     with open(path, "rb") as fh:
         assert cloudpickle.loads(fh.read())["mps_here"]() is torch.backends.mps.is_available()
+
+
+def test_without_fork_grade_cells_stay_in_the_kernel_and_the_grader_says_so(monkeypatch, caplog):
+    from nbformat.v4 import new_code_cell
+
+    from course_tools.grading import execute
+
+    ran = []
+    monkeypatch.setattr(execute, "supported", lambda: False)
+    monkeypatch.setattr(execute.LimitedExecute, "_in_kernel", lambda self, cell, res, i: ran.append(i) or (cell, res))
+    monkeypatch.setattr(execute.LimitedExecute, "_judge_apart", lambda *a: pytest.fail("no worker without fork"))
+    ex = execute.LimitedExecute()
+    grade = new_code_cell("pass", metadata={"nbgrader": {"grade": True, "grade_id": "g", "points": 1}})
+    with caplog.at_level("WARNING"):
+        ex.preprocess_cell(grade, {}, 0)
+        ex.preprocess_cell(grade, {}, 1)
+    assert ran == [0, 1]
+    assert sum("no os.fork on this system" in r.getMessage() for r in caplog.records) == 1

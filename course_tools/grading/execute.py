@@ -39,7 +39,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
 from course_tools.grading.limits import OUTPUT_CUT_MARK, CappedKernelManager, GradingLimits
-from course_tools.grading.verdict import VerdictWorker, WorkerGone, export_code, free_names
+from course_tools.grading.verdict import VerdictWorker, WorkerGone, export_code, free_names, supported
 from course_tools.grading.watchdog import CellWatch, Stop
 
 __all__ = ["LimitedExecute", "FATAL_ENAMES", "KERNEL_DIED", "INTERRUPT_IGNORED"]
@@ -113,6 +113,7 @@ class LimitedExecute(Execute):
         self._reference: dict[str, float] | None = None
         self._where: dict = {}
         self._worker: VerdictWorker | None = None
+        self._said: set[str] = set()
         self.shutdown_kernel = "immediate"  # nothing to save in a grading kernel; a hung one must not wait
 
     def create_kernel_manager(self):
@@ -186,6 +187,8 @@ class LimitedExecute(Execute):
             self._emitted = {}  # counts are per run: cell indices repeat across notebooks and runs
             work = copy.deepcopy(original)
             try:
+                if self.limits.verdict_apart and supported() and any(is_grade_cell(c) for c in work.cells):
+                    self._verdict_worker(wait=False)  # its imports overlap the kernel's start
                 result = super().preprocess(work, resources, km=km)
             except GradeAgain as again:
                 self.log.warning("`%s` needs more CPU on this machine than its budget; grading again", again)
@@ -209,22 +212,30 @@ class LimitedExecute(Execute):
                                        traceback=[f"{fatal.ename}: {fatal.why}"])]
             return cell, resources
         if is_grade_cell(cell) and self.limits.verdict_apart:
-            return self._judge_apart(cell, resources, index)
+            if supported():
+                return self._judge_apart(cell, resources, index)
+            self._say_once("grade cells run in the learner's kernel here (no os.fork on this system), where the "
+                           "learner's code can change what checks do: grade on Linux or macOS to prevent that")
         return self._in_kernel(cell, resources, index)
 
     # --- grade cells, decided apart (verdict.py) ---------------------------------------------------------
+    def _say_once(self, text: str) -> None:
+        if text not in self._said:
+            self._said.add(text)
+            self.log.warning(text)
+
     def _close_worker(self) -> None:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
 
-    def _verdict_worker(self) -> VerdictWorker:
+    def _verdict_worker(self, wait: bool = True) -> VerdictWorker:
         if self._worker is None or not self._worker.alive():
             self._close_worker()
             root = str(Path(self.config.get("CourseDirectory", {}).get("root") or os.getcwd()))
             self._worker = VerdictWorker(sandbox=self.limits.sandbox, course_root=root,
-                                         memory_mb=self.limits.memory_mb).start()
-        return self._worker
+                                         memory_mb=self.limits.memory_mb).launch()
+        return self._worker.wait_ready() if wait else self._worker
 
     def _export(self, cell, resources, index) -> tuple[bytes | None, list]:
         """The definitions the grade cell reads, from the learner's kernel; or the error outputs of trying."""

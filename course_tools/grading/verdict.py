@@ -343,6 +343,12 @@ def serve() -> None:
 
 # --- the grader's side -------------------------------------------------------------------------------------
 
+def supported() -> bool:
+    """The worker forks a child per grade cell: Linux and macOS can, Windows cannot (there checks stay in the
+    kernel, and the grader says so once)."""
+    return hasattr(os, "fork")
+
+
 class WorkerGone(RuntimeError):
     """The worker ended (or never started): its stderr says why."""
 
@@ -361,9 +367,15 @@ class VerdictWorker:
         self.proc = None
         self.scratch = None
         self._log = None
+        self.ready = False
 
     # starting and stopping
     def start(self) -> "VerdictWorker":
+        """Launch the worker and wait until it is ready."""
+        return self.launch().wait_ready()
+
+    def launch(self) -> "VerdictWorker":
+        """Launch the worker and return at once: its imports (two seconds) overlap the kernel's start."""
         import subprocess
 
         with open(__file__, encoding="utf-8") as fh:
@@ -392,9 +404,14 @@ class VerdictWorker:
         self._log = open(os.path.join(self.scratch, "worker.log"), "w+b")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                                      cwd=self.scratch, env=env, preexec_fn=cap)
-        ready = _recv(self.proc.stdout.fileno())
-        if ready is None:
-            raise WorkerGone(f"the verdict worker did not start: {self.log_tail()}")
+        self.ready = False
+        return self
+
+    def wait_ready(self) -> "VerdictWorker":
+        if not self.ready:
+            if _recv(self.proc.stdout.fileno()) is None:
+                raise WorkerGone(f"the verdict worker did not start: {self.log_tail()}")
+            self.ready = True
         return self
 
     def log_tail(self, chars: int = 600) -> str:
