@@ -170,3 +170,17 @@ def test_the_wheelhouse_targets_the_gpu_machines_python():
     cmd = wheelhouse.download_command(Path("/tmp/w"))
     assert cmd[cmd.index("--python-version") + 1] == "3.12" and "--only-binary=:all:" in cmd
     assert "manylinux_2_28_x86_64" in cmd and set(wheelhouse.NEEDED) <= set(cmd)
+
+
+def test_a_gpu_without_bf16_or_tf32_tensor_cores_skips_those_figures_with_the_reason(monkeypatch):
+    """A T4 (7.5) only emulates bf16 and has no TF32: its figures would measure the emulation."""
+    from helpers import amp
+
+    monkeypatch.setattr(measure, "_cuda", lambda device: True)
+    monkeypatch.setattr(amp, "low_precision_units", lambda device: {"fp16 tensor cores": True,
+                                                                   "bf16 tensor cores": False,
+                                                                   "tf32 tensor cores": False})
+    figures, skipped = measure.measure_05(CPU, **measure.REHEARSAL["05_mixed_precision"])
+    assert set(skipped) == {"step_bf16", "peak_bf16", "matmul_bf16", "matmul_fp32_tf32"}
+    assert set(figures) | set(skipped) == set(results.FIGURES["05_mixed_precision"])
+    assert "emulated" in skipped["matmul_bf16"]

@@ -147,8 +147,14 @@ def measure_05(device: torch.device, samples: int = 4096, features: int = 1024, 
     from helpers.benchmark import matmul_work, time_callable
     from helpers.models import MLP, make_regression, set_seed
 
-    units = amp.low_precision_units(device)
-    bf16, tf32 = bool(units.get("bf16 tensor cores")), bool(units.get("tf32 tensor cores"))
+    units = amp.low_precision_units(device) if _cuda(device) else {}  # a CPU rehearsal runs every step
+    bf16, tf32 = units.get("bf16 tensor cores", True), units.get("tf32 tensor cores", True)
+    skipped = {}
+    if not bf16:
+        skipped.update(dict.fromkeys(("step_bf16", "peak_bf16", "matmul_bf16"),
+                                     "this GPU has no bf16 tensor cores (bf16 is emulated): not measured"))
+    if not tf32:
+        skipped["matmul_fp32_tf32"] = "this GPU has no TF32 tensor cores: not measured"
     set_seed(0)
     x, y = make_regression(n=samples, in_features=features)
     chosen = ("fp32", "bf16", "fp16+scaler") if bf16 else ("fp32", "fp16+scaler")
@@ -174,7 +180,7 @@ def measure_05(device: torch.device, samples: int = 4096, features: int = 1024, 
         a16, b16 = a.bfloat16(), b.bfloat16()
         figures["matmul_bf16"] = time_callable(lambda: a16 @ b16, device, min_run_time=min_run_time, warn=False,
                                                **matmul_work(n, torch.bfloat16)).flops_per_s
-    return figures, {}
+    return figures, skipped
 
 
 def measure_06(device: torch.device) -> Measured:
