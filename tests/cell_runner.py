@@ -71,6 +71,8 @@ def _settings() -> dict[str, object]:
         "deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
         "anomaly detection": torch.is_anomaly_enabled(),
         "float32 matmul precision": torch.get_float32_matmul_precision(),
+        "tf32 matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32 cudnn": torch.backends.cudnn.allow_tf32,
         "working directory": os.getcwd(),
     }
 
@@ -82,7 +84,13 @@ def _restore_settings(before: dict[str, object]) -> None:
     torch.use_deterministic_algorithms(before["deterministic algorithms"])
     torch.set_anomaly_enabled(before["anomaly detection"])
     torch.set_float32_matmul_precision(before["float32 matmul precision"])
+    torch.backends.cuda.matmul.allow_tf32 = before["tf32 matmul"]
+    torch.backends.cudnn.allow_tf32 = before["tf32 cudnn"]
     os.chdir(before["working directory"])
+
+
+#: torch's global settings, for other test helpers (tests/fake_cuda.py) that must put them back too
+torch_settings, restore_torch_settings = _settings, _restore_settings
 
 
 def _restore_attribute(key: tuple[str, str], value: object) -> None:

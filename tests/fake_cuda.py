@@ -71,6 +71,9 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from cell_runner import restore_torch_settings as _restore_torch_settings  # torch's settings: one place
+from cell_runner import torch_settings as _torch_settings
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
@@ -903,23 +906,6 @@ def _skip_reason(cell: Any) -> str | None:
     if any(line.lstrip().startswith(("%", "!")) for line in cell["source"].splitlines()):
         return "IPython magic (%%writefile, !command): files and programs for child processes, which do not run here"
     return None
-
-
-def _torch_settings() -> dict[str, Any]:
-    return {"grad": torch.is_grad_enabled(), "dtype": torch.get_default_dtype(), "threads": torch.get_num_threads(),
-            "deterministic": torch.are_deterministic_algorithms_enabled(),
-            "matmul": torch.get_float32_matmul_precision(), "tf32": torch.backends.cuda.matmul.allow_tf32,
-            "cudnn_tf32": torch.backends.cudnn.allow_tf32}
-
-
-def _restore_torch_settings(s: dict[str, Any]) -> None:
-    torch.set_grad_enabled(s["grad"])
-    torch.set_default_dtype(s["dtype"])
-    torch.set_num_threads(s["threads"])
-    torch.use_deterministic_algorithms(s["deterministic"])
-    torch.set_float32_matmul_precision(s["matmul"])
-    torch.backends.cuda.matmul.allow_tf32 = s["tf32"]
-    torch.backends.cudnn.allow_tf32 = s["cudnn_tf32"]
 
 
 def _refuse_cuda_profiling(original):
