@@ -299,6 +299,10 @@ def _reap() -> None:
 
 def serve() -> None:
     """The worker's loop: one request (a grade cell's source and definitions) in, one report out."""
+    # The worker forks: CUDA initialised before a fork is unusable in the child ("Cannot re-initialize CUDA in
+    # forked subprocess"), so on a GPU grading machine nothing here may touch the driver; an is_available()
+    # at import then asks NVML instead of initialising CUDA. Only a child (a grade cell) uses the GPU.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     rfd, wfd = os.dup(0), os.dup(1)
     quiet = os.open(os.devnull, os.O_RDWR)
     os.dup2(quiet, 0)
