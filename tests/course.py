@@ -133,24 +133,83 @@ def _job_cells(nb) -> list[dict]:
             for cell in nb.cells if cell.cell_type == "code" and not is_demo_cell(cell)]
 
 
-def run_submissions(nb, runs: dict[str, dict[str, str]], warnings_as_errors: tuple[str, ...] = ()) -> dict[str, RunResult]:
+def _defined(source: str) -> set[str]:
+    """Every name a cell binds anywhere (an over-approximation: more grade cells run, never fewer)."""
+    import ast
+
+    names: set[str] = set()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
+def grade_cells_seeing(nb, replacements: dict[str, str]) -> list[str] | None:
+    """The grade cells a change of solution cells can reach: those reading a name the changed cells bind (in
+    either version), or one bound by a solution cell that reads such a name, transitively. None: all of them.
+
+    Everything else of a run is the reference's: a grade cell that reads nothing the change binds sees the
+    same definitions. Side effects beyond names (torch's global state) are what the run's leak check is for.
+    The real nbgrader round trip runs every cell (tests/test_roundtrip.py).
+    """
+    if not replacements:
+        return None
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    solutions = {nbgrader_meta(c)["grade_id"]: c.source for c in cells if nbgrader_meta(c).get("solution")}
+    if set(replacements) >= set(solutions):
+        return None
+    touched: set[str] = set()
+    for gid, source in replacements.items():
+        touched |= _defined(source) | _defined(solutions.get(gid, ""))
+    grown = True
+    while grown:  # a solution that reads a changed name changes too (exercise B calls exercise A's function)
+        grown = False
+        for gid, source in solutions.items():
+            if gid not in replacements and not _defined(source) <= touched and touched & _reads(source):
+                touched |= _defined(source)
+                grown = True
+    return [nbgrader_meta(c)["grade_id"] for c in cells
+            if nbgrader_meta(c).get("grade") and touched & _reads(c.source)]
+
+
+def _reads(source: str) -> set[str]:
+    from course_tools.grading.verdict import free_names
+
+    try:
+        return set(free_names(source))
+    except SyntaxError:
+        return set()
+
+
+def run_submissions(nb, runs: dict[str, dict[str, str]], warnings_as_errors: tuple[str, ...] = (),
+                    only_reachable: bool = False) -> dict[str, RunResult]:
     """Run a chapter's graded cells once per entry of ``runs`` (key -> {solution grade_id: source}).
 
     All runs share one worker process (tests/cell_runner.py), so torch is imported once per chapter,
     and none of them can change the test process: a submission that crashes the interpreter, loops
     in a way the per-cell alarm cannot stop, or leaves torch changed, affects only the worker. A run
     that kills its worker is reported as its every grade cell failing with the reason, and a new
-    worker takes the remaining runs.
+    worker takes the remaining runs. With ``only_reachable`` a run skips the grade cells its replacements
+    cannot reach (:func:`grade_cells_seeing`), and its result holds only the cells it ran.
     """
     cells = _job_cells(nb)
     grade_ids = [c["grade_id"] for c in cells if c["grade"]]
+    only = {key: grade_cells_seeing(nb, replacements) if only_reachable else None for key, replacements in runs.items()}
     pending = list(runs.items())
     results: dict[str, RunResult] = {}
     with tempfile.TemporaryDirectory() as tmp:
         while pending:
             job, out = Path(tmp) / "job.json", Path(tmp) / "results.jsonl"
             job.write_text(json.dumps({"cells": cells, "warnings_as_errors": list(warnings_as_errors),
-                                       "runs": [{"key": k, "replacements": r} for k, r in pending]}))
+                                       "runs": [{"key": k, "replacements": r, "only": only[k]} for k, r in pending]}))
             out.write_text("")
             proc = subprocess.run([sys.executable, str(RUNNER), str(job), str(out)], capture_output=True,
                                   text=True, timeout=WORKER_TIMEOUT_S, cwd=ROOT)

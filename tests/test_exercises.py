@@ -3,7 +3,9 @@ in tests/submissions loses exactly the grade cells it should, with a message nam
 
 Runs the chapter's own cells (hidden tests included) in a worker process per chapter, skipping
 demonstrations: the same code nbgrader runs, at a fraction of the cost of a kernel per submission.
-After every submission the worker checks that torch's global state and every attribute a check may
+A wrong submission runs only the grade cells that read a name its solution cell binds (or one bound by a
+solution that reads such a name); the others see what the reference run saw. After every submission the
+worker checks that torch's global state and every attribute a check may
 patch are as before, so one submission can never change how the next one is graded.
 The real nbgrader round trip (tests/test_roundtrip.py) covers the solution, the blank release and two
 wrong submissions per exercise, and proves nbgrader and this runner agree.
@@ -26,7 +28,8 @@ def _graded(chapter):
     """Outcomes of the reference ("reference") and of every submission of ``chapter`` (by name)."""
     runs = {"reference": {}, "blank": _blank_solutions(chapter)}
     runs.update({sub.name: {sub.solution: sub.source} for sub in submissions() if sub.chapter == chapter})
-    return run_submissions(_notebook(chapter), runs)
+    # a wrong submission runs only the grade cells that can see its change; the others are the reference's
+    return run_submissions(_notebook(chapter), runs, only_reachable=True)
 
 
 def _blank_solutions(chapter):
@@ -64,6 +67,9 @@ def check_submission_loses_exactly_its_points(sub):
     assert not unknown, f"{sub.path.name}: '# fails:' names grade cells that do not exist: {unknown}"
     result = _graded(sub.chapter)[sub.name]
     assert "__unknown__" not in result.cells, f"{sub.path.name}: {result.cells.get('__unknown__')}"
+    unreached = set(sub.fails) - set(result.cells)
+    assert not unreached, (f"{sub.path.name}: {sorted(unreached)} must fail, but read no name its solution cell binds "
+                           "(course.grade_cells_seeing), so they were not run: how does the change reach them?")
     failed = {gid for gid, r in result.cells.items() if not r.passed}
     assert failed == set(sub.fails), (
         f"{sub.path.name}: expected exactly {sorted(sub.fails)} to fail, got {sorted(failed)}: "
@@ -104,3 +110,26 @@ def test_blank_chapter_runs_to_the_end(chapter):
 @pytest.mark.parametrize("sub", submissions(), ids=lambda s: f"{s.chapter}/{s.name}")
 def test_submission_loses_exactly_its_points(sub):
     check_submission_loses_exactly_its_points(sub)
+
+
+def test_a_change_reaches_the_grade_cells_that_read_it_and_those_of_exercises_built_on_it():
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from course import grade_cells_seeing
+
+    def cell(source, **meta):
+        return new_code_cell(source, metadata={"nbgrader": meta})
+
+    nb = new_notebook(cells=[
+        cell("def a(x):\n    return x\n", solution=True, grade_id="a"),
+        cell("check(a(1))\n", grade=True, grade_id="a-check"),
+        cell("def b(x):\n    return a(x) + 1\n", solution=True, grade_id="b"),
+        cell("check(b(1))\n", grade=True, grade_id="b-check"),
+        cell("def c(x):\n    return 2 * x\n", solution=True, grade_id="c"),
+        cell("check(c(1))\n", grade=True, grade_id="c-check"),
+    ])
+    assert grade_cells_seeing(nb, {"a": "def a(x):\n    return 0\n"}) == ["a-check", "b-check"]  # b calls a
+    assert grade_cells_seeing(nb, {"b": "def b(x):\n    return 0\n"}) == ["b-check"]
+    assert grade_cells_seeing(nb, {"c": "c = 3\n"}) == ["c-check"]  # bound another way, still reached
+    assert grade_cells_seeing(nb, {}) is None  # the reference runs every cell
+    assert grade_cells_seeing(nb, {"a": "", "b": "", "c": ""}) is None  # so does the blank chapter
