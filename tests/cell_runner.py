@@ -36,7 +36,7 @@ CELL_WALL_S = 10 * CELL_TIMEOUT_S
 
 #: The surface a check may patch and must put back (and a learner's function may not replace while a check
 #: runs): the one list, in course_tools/grading/verdict.py, which the grader's verdict worker guards.
-from course_tools.grading.verdict import prepare, watched_attributes  # noqa: E402
+from course_tools.grading.verdict import fresh_namespace, prepare, watched_attributes  # noqa: E402
 
 
 class CellTimeout(BaseException):
@@ -120,12 +120,6 @@ def leaks_since(settings: dict, attributes: dict) -> list[str]:
     return found
 
 
-def _namespace() -> dict:
-    namespace: dict = {"__name__": "__main__"}
-    exec("from IPython.display import display", namespace)  # what a kernel provides
-    return namespace
-
-
 def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors: list[str],
              only: list[str] | None = None) -> dict:
     """Run the cells once; return {"cells": {grade_id: [passed, message]}, "leaks": [...]}.
@@ -134,7 +128,7 @@ def run_once(cells: list[dict], replacements: dict[str, str], warnings_as_errors
     and absent from the result. None: all.
     """
     settings, attributes = _settings(), _attributes()
-    namespace, results, stops = _namespace(), {}, []
+    namespace, results, stops = fresh_namespace(), {}, []
     replacements = dict(replacements)
     with warnings.catch_warnings():
         for category in warnings_as_errors:

@@ -137,19 +137,12 @@ def _defined(source: str) -> set[str]:
     """Every name a cell binds anywhere (an over-approximation: more grade cells run, never fewer)."""
     import ast
 
-    names: set[str] = set()
+    from course_tools.grading.verdict import bound_anywhere
+
     try:
-        tree = ast.parse(source)
+        return bound_anywhere(ast.parse(source))
     except SyntaxError:
-        return names
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-    return names
+        return set()
 
 
 def grade_cells_seeing(nb, replacements: dict[str, str]) -> list[str] | None:

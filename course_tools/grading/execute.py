@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbformat.v4 import new_output
+from nbformat.v4 import new_code_cell, new_output
 
 from nbgrader.preprocessors import Execute
 
@@ -173,8 +173,7 @@ class LimitedExecute(Execute):
     def _mark_stopped(self, cell, stop: Stop) -> None:
         message = self._stopped(cell, stop)
         kept = [o for o in cell.outputs if o.get("output_type") != "error"]
-        cell.outputs = [*kept, new_output("error", ename=TIMED_OUT, evalue=message,
-                                          traceback=[f"{TIMED_OUT}: {message}"])]
+        cell.outputs = [*kept, _error(TIMED_OUT, message)]
 
     # --- fatal cells ------------------------------------------------------------------------
     def preprocess(self, nb, resources=None, km=None):
@@ -208,8 +207,7 @@ class LimitedExecute(Execute):
     def preprocess_cell(self, cell, resources, index):
         fatal = self._fatal.get(index)
         if fatal is not None:
-            cell.outputs = [new_output("error", ename=fatal.ename, evalue=fatal.why,
-                                       traceback=[f"{fatal.ename}: {fatal.why}"])]
+            cell.outputs = [_error(fatal.ename, fatal.why)]
             return cell, resources
         if is_grade_cell(cell) and self.limits.verdict_apart:
             if supported():
@@ -245,7 +243,7 @@ class LimitedExecute(Execute):
         scratch = getattr(self.km, "scratch", "")  # the sandbox: the kernel's work folder, the same path inside
         folder = Path(scratch) / "work" if scratch else Path(tempfile.gettempdir())
         path = folder / f".grader-export-{os.getpid()}-{index}-{os.urandom(4).hex()}.pkl"
-        asking = nbformat_cell(export_code(str(path), names))
+        asking = new_code_cell(export_code(str(path), names))
         try:
             asked, _ = self._in_kernel(asking, resources, index)
         finally:
@@ -343,12 +341,6 @@ class LimitedExecute(Execute):
             outs.append(note)
             return note
         return None
-
-
-def nbformat_cell(source: str):
-    from nbformat.v4 import new_code_cell
-
-    return new_code_cell(source)
 
 
 def _error(ename: str, why: str) -> dict:

@@ -144,22 +144,26 @@ def prepare() -> None:
             pass
 
 
+def bound_anywhere(tree: ast.AST) -> set[str]:
+    """Every name bound anywhere in ``tree``: assignments, loop targets, defs, classes, imports."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
 def free_names(source: str) -> list[str]:
     """Names a grade cell reads and never assigns (the learner's definitions it needs), builtins excluded."""
     tree = ast.parse(source)
-    stored: set[str] = set()
-    loaded: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded.append(node.id) if isinstance(node.ctx, ast.Load) else stored.add(node.id))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stored.add(node.name)
-        elif isinstance(node, ast.alias):
-            stored.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.arg):
-            stored.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            stored.add(node.name)
+    stored = bound_anywhere(tree)
+    stored |= {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+    stored |= {node.name for node in ast.walk(tree) if isinstance(node, ast.ExceptHandler) and node.name}
+    loaded = [node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
     return [n for n in dict.fromkeys(loaded) if n not in stored and not hasattr(builtins, n)]
 
 
@@ -227,7 +231,8 @@ def _recv(fd: int) -> bytes | None:
     return None if head is None else exactly(struct.unpack(">Q", head)[0])
 
 
-def _namespace() -> dict:
+def fresh_namespace() -> dict:
+    """A cell's globals as a kernel starts them: ``__main__``, the builtins, IPython's ``display``."""
     namespace: dict = {"__name__": "__main__", "__builtins__": builtins}
     try:
         exec("from IPython.display import display", namespace)  # what a kernel provides
@@ -250,7 +255,7 @@ def _judge_here(source: str, blob: bytes, folder: str) -> None:
     try:
         import cloudpickle
 
-        namespace = _namespace()
+        namespace = fresh_namespace()
         namespace.update(cloudpickle.loads(blob))
         exec(compile(source, "<grade cell>", "exec"), namespace)
     except BaseException as err:  # noqa: BLE001 - any failure is the cell's outcome, as in a kernel
@@ -469,13 +474,9 @@ class VerdictWorker:
         return None if reply is None else json.loads(reply)
 
     def _tree(self) -> list:
-        import psutil
+        from course_tools.grading.watchdog import family
 
-        try:
-            root = psutil.Process(self.proc.pid)
-            return [root, *root.children(recursive=True)]
-        except psutil.Error:
-            return []
+        return family(self.proc.pid)
 
     def stop_leftovers(self) -> None:
         """Kill every process below the worker (the running cell, what it started), never the worker."""

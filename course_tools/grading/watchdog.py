@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import psutil
 
-__all__ = ["CellWatch", "Stop", "tree_cpu_seconds"]
+__all__ = ["CellWatch", "Stop", "family", "tree_cpu_seconds"]
 
 #: How often the watch reads the process tree's CPU time (s): a budget is overrun by at most about this.
 POLL_S = 0.2
@@ -33,7 +33,8 @@ POLL_S = 0.2
 STALL_SHARE = 0.02
 
 
-def _family(pid: int) -> list[psutil.Process]:
+def family(pid: int) -> list[psutil.Process]:
+    """Process ``pid`` and every process below it (empty when it is gone)."""
     try:
         root = psutil.Process(pid)
         return [root, *root.children(recursive=True)]
@@ -48,7 +49,7 @@ def tree_cpu_seconds(pid: int) -> float:
     DDP rank that did its work and exited is still counted; a live process counts in its own times.
     """
     total = 0.0
-    for proc in _family(pid):
+    for proc in family(pid):
         try:
             t = proc.cpu_times()
         except psutil.Error:
@@ -124,9 +125,9 @@ class CellWatch:
 
     def _signal(self, signum: int, everyone: bool = False) -> None:
         """SIGINT to the kernel (the learner's code turns it into KeyboardInterrupt there); SIGKILL to all."""
-        family = _family(self.pid)
-        kernels = [p for p in family if _is_kernel(p)] or family[:1]
-        for proc in family if everyone else kernels:
+        tree = family(self.pid)
+        kernels = [p for p in tree if _is_kernel(p)] or tree[:1]
+        for proc in tree if everyone else kernels:
             try:
                 os.kill(proc.pid, signum)
             except (ProcessLookupError, PermissionError):
