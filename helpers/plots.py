@@ -13,7 +13,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import torch
 
-__all__ = ["new_figure", "plot_sweep", "stamp"]
+__all__ = ["new_figure", "plot_lanes", "plot_sweep", "stamp"]
 
 
 def new_figure(ncols: int = 1, width: float = 5.0, height: float = 3.4, **kwargs: Any):
@@ -59,6 +59,25 @@ def plot_sweep(ax, lines: Mapping[Any, Iterable[Any]], x: str, y: str, *, scale:
         ax.set_yscale("log")
     ax.set(xlabel=xlabel or x, ylabel=ylabel or y, title=title)
     ax.legend(fontsize=8)
+    return ax
+
+
+def plot_lanes(ax, lanes: Mapping[str, Iterable[tuple[float, float]]], *, title: str = "", scale: float = 1e3,
+               unit: str = "ms"):
+    """A timeline: one row per lane (host, stream...), a bar for each (start, end) of work in it; returns ``ax``.
+
+    Where bars of two lanes stand one above the other, the two ran at the same time; where one lane's bars
+    leave gaps, it waited. Times in seconds, drawn in ``unit`` (``scale`` converts).
+    """
+    names = list(lanes)
+    for row, name in enumerate(names):
+        spans = [(a * scale, (b - a) * scale) for a, b in lanes[name]]
+        ax.broken_barh(spans, (row - 0.35, 0.7), color=f"C{row}")
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set(xlabel=f"time ({unit})", title=title)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.grid(False, axis="y")
     return ax
 
 

@@ -27,7 +27,7 @@ SCHEMA = 1
 #: What a results file must say about the run that produced it. Without every one of these it is refused.
 PROVENANCE_FIELDS = ("device", "driver", "torch", "cuda", "python", "date", "command")
 
-#: chapter -> figure key -> (unit, what it is). Units: "s", "FLOP/s", "B/s", "B", "x" (a ratio),
+#: chapter -> figure key -> (unit, what it is). Units: "s", "FLOP/s", "B/s", "B", "x" (a ratio), "%" (a share),
 #: "n" (a size), "text" (a message or report, shown verbatim).
 FIGURES: dict[str, dict[str, tuple[str, str]]] = {
     "02_devices": {
@@ -74,6 +74,26 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
     },
     "07_troubleshooting": {
         "device_assert_message": ("text", "a real device-side assert: index 10 into 10 classes, in a child process"),
+    },
+    "08_speed": {
+        "loop_noisy_step": ("s", "one step of chapter 08's train_noisily (3 host syncs a step), batch 256"),
+        "loop_quiet_step": ("s", "one step of the same loop with every host read after the loop"),
+        "streams_one_stream": ("s", "8 pinned 16 MiB batches copied and computed on one stream (speed.copy_and_compute)"),
+        "streams_side_stream": ("s", "the same with each next batch copied on a side stream"),
+        "overlap_one_stream": ("%", "share of the copies' time during which a kernel ran, one stream (from a trace)"),
+        "overlap_side_stream": ("%", "the same share with the side stream"),
+        "compile_s": ("s", "compiling chapter 08's MLP block (first call less a steady call), batch 64"),
+        "compile_eager": ("s", "one call of the MLP block, batch 64, eager"),
+        "compile_compiled": ("s", "the same call, torch.compile (default mode)"),
+        "compile_small_eager": ("s", "one call of the MLP block, batch 8, eager"),
+        "compile_small_default": ("s", "the same, torch.compile (default mode)"),
+        "compile_small_reduce_overhead": ("s", "the same, torch.compile(mode=\"reduce-overhead\"): CUDA graphs"),
+        "adamw_foreach": ("s", "one AdamW step over 24 Linear(128, 128) layers, foreach=True"),
+        "adamw_fused": ("s", "the same step, fused=True"),
+        "sdpa": ("s", "F.scaled_dot_product_attention, q/k/v of shape (8, 8, 512, 64)"),
+        "naive_attention": ("s", "softmax(q k^T / sqrt(d)) v written out, the same shapes"),
+        "cudnn_benchmark_off": ("s", "Conv2d(32, 64, 3) on (16, 32, 56, 56), cudnn.benchmark off"),
+        "cudnn_benchmark_on": ("s", "the same convolution, cudnn.benchmark on"),
     },
 }
 
@@ -127,6 +147,8 @@ def format_value(value: Any, unit: str) -> str:
         return format_bytes(value)
     if unit == "x":
         return f"{value:.3g}x"
+    if unit == "%":
+        return f"{value:.0%}"
     return str(value)
 
 

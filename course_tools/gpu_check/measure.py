@@ -198,6 +198,138 @@ def measure_07(device: torch.device) -> Measured:
     return {"device_assert_message": cuda_assert_in_subprocess(blocking=True)}, {}
 
 
+def _solution_source(chapter: str, grade_id: str) -> str:
+    """The reference solution cell of an exercise, read from ``solutions/`` (the one place it is written)."""
+    path = Path(__file__).resolve().parents[2] / "solutions" / chapter / f"{chapter}.ipynb"
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            source = cell["source"]
+            return "".join(source) if isinstance(source, list) else source
+    raise LookupError(f"no solution cell {grade_id!r} in {path}")
+
+
+def measure_08(device: torch.device, batches: int = 20, batch: int = 256, width: int = 512, rows: int = 4096,
+               features: int = 4096, repeats: int = 7, min_run_time: float = 0.2) -> Measured:
+    """Chapter 08: the noisy and quiet loops, copies beside compute on a side stream (timed with events and
+    read from a trace), torch.compile (default and reduce-overhead), and the cheap wins, as its cells run them."""
+    import statistics
+    import tempfile
+    import time
+
+    from torch import nn
+    from torch.nn import functional as F
+
+    from helpers import benchmark as bench
+    from helpers import speed
+    from helpers.checks.ch08 import noisy_epoch
+    from helpers.device import synchronize
+
+    figures: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    namespace: dict[str, Any] = {"torch": torch, "F": F}
+    exec(compile(_solution_source("08_speed", "train-quietly"), "train_quietly", "exec"), namespace)  # noqa: S102
+
+    def run() -> tuple:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        data = [(torch.randn(batch, 64).to(device), torch.randint(0, 10, (batch,)).to(device)) for _ in range(batches)]
+        return model, optimizer, data
+
+    per_step: dict[str, list[float]] = {"loop_noisy_step": [], "loop_quiet_step": []}
+    for _ in range(repeats):
+        for key, fn in (("loop_noisy_step", noisy_epoch), ("loop_quiet_step", namespace["train_quietly"])):
+            args = run()
+            synchronize(device)
+            start = time.perf_counter()
+            fn(*args)
+            synchronize(device)
+            per_step[key].append((time.perf_counter() - start) / batches)
+    figures.update({k: statistics.median(v) for k, v in per_step.items()})
+
+    stream_keys = ("streams_one_stream", "streams_side_stream", "overlap_one_stream", "overlap_side_stream")
+    if _cuda(device):
+        from torch.profiler import ProfilerActivity, profile
+
+        host = [torch.randn(rows, 1024).pin_memory() for _ in range(8)]
+        weight = torch.randn(1024, 1024, device=device) / 32
+        variants = {"one_stream": None, "side_stream": torch.cuda.Stream(device)}
+        for name, side in variants.items():
+            speed.copy_and_compute(host, weight, side)
+            times = []
+            for _ in range(15):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize(device)
+                start.record()
+                speed.copy_and_compute(host, weight, side)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1000)
+            figures[f"streams_{name}"] = statistics.median(times)
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                speed.copy_and_compute(host, weight, side)
+                torch.cuda.synchronize(device)
+            with tempfile.TemporaryDirectory() as tmp:
+                prof.export_chrome_trace(f"{tmp}/trace.json")
+                figures[f"overlap_{name}"] = speed.copy_compute_overlap(f"{tmp}/trace.json").fraction
+    else:
+        skipped.update(dict.fromkeys(stream_keys, f"streams and the copy engine are CUDA's; ran on {device}"))
+
+    compile_keys = ("compile_s", "compile_eager", "compile_compiled")
+    small_keys = ("compile_small_eager", "compile_small_default", "compile_small_reduce_overhead")
+    why_not = speed.compiler_missing(device)
+
+    def bias_gelu_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # chapter 08, cell c019
+        y = x * w + b
+        y = y * torch.sigmoid(1.702 * y)
+        return (y - y.mean(dim=-1, keepdim=True)) / (y.var(dim=-1, keepdim=True) + 1e-5).sqrt()
+
+    scale, shift = torch.randn(features, device=device), torch.randn(features, device=device)
+    if why_not:
+        skipped.update(dict.fromkeys(compile_keys + small_keys, why_not))
+    else:
+        with torch.no_grad():
+            t = speed.compile_timings(bias_gelu_norm, (torch.randn(256, features, device=device), scale, shift), device)
+            figures.update(compile_s=t.compile_s, compile_eager=t.eager.median, compile_compiled=t.compiled.median)
+            if _cuda(device):
+                small = (torch.randn(8, features, device=device), scale, shift)
+                d = speed.compile_timings(bias_gelu_norm, small, device)
+                g = speed.compile_timings(bias_gelu_norm, small, device, mode="reduce-overhead")
+                figures.update(compile_small_eager=d.eager.median, compile_small_default=d.compiled.median,
+                               compile_small_reduce_overhead=g.compiled.median)
+            else:
+                skipped.update(dict.fromkeys(small_keys, f"CUDA graphs need a CUDA GPU; ran on {device}"))
+        torch._dynamo.reset()
+
+    layers = nn.Sequential(*[nn.Linear(128, 128) for _ in range(24)]).to(device)
+    for p in layers.parameters():
+        p.grad = torch.randn_like(p)
+    for key, options in (("adamw_foreach", {"foreach": True}), ("adamw_fused", {"fused": True})):
+        opt = torch.optim.AdamW(layers.parameters(), lr=1e-6, **options)
+        opt.step()
+        figures[key] = bench.time_callable(opt.step, device, min_run_time=min_run_time, warn=False).median
+    q, k, v = (torch.randn(4, 8, 256, 64, device=device) for _ in range(3))
+    figures["sdpa"] = bench.time_callable(lambda: F.scaled_dot_product_attention(q, k, v), device,
+                                          min_run_time=min_run_time, warn=False).median
+    figures["naive_attention"] = bench.time_callable(lambda: (q @ k.transpose(-2, -1) / 8).softmax(-1) @ v, device,
+                                                     min_run_time=min_run_time, warn=False).median
+    if _cuda(device):
+        conv = nn.Conv2d(32, 64, 3, padding=1).to(device).eval()
+        images = torch.randn(16, 32, 56, 56, device=device)
+        before = torch.backends.cudnn.benchmark
+        try:
+            for key, on in (("cudnn_benchmark_off", False), ("cudnn_benchmark_on", True)):
+                torch.backends.cudnn.benchmark = on
+                with torch.no_grad():
+                    figures[key] = bench.time_callable(lambda: conv(images), device, min_run_time=min_run_time,
+                                                       warn=False).median
+        finally:
+            torch.backends.cudnn.benchmark = before
+    else:
+        skipped.update(dict.fromkeys(("cudnn_benchmark_off", "cudnn_benchmark_on"), f"cuDNN is CUDA's; ran on {device}"))
+    return figures, skipped
+
+
 MEASURES: dict[str, Callable[[torch.device], Measured]] = {
     "01_why_gpus": measure_01,
     "03_memory": measure_03,
@@ -205,6 +337,7 @@ MEASURES: dict[str, Callable[[torch.device], Measured]] = {
     "05_mixed_precision": measure_05,
     "06_multi_gpu": measure_06,
     "07_troubleshooting": measure_07,
+    "08_speed": measure_08,
 }
 
 
@@ -212,6 +345,7 @@ MEASURES: dict[str, Callable[[torch.device], Measured]] = {
 REHEARSAL: dict[str, dict[str, Any]] = {
     "01_why_gpus": {"sizes": (16, 32), "big": 64, "min_run_time": 0.01},
     "05_mixed_precision": {"samples": 32, "features": 8, "hidden": 16, "n": 64, "min_run_time": 0.01},
+    "08_speed": {"batches": 3, "batch": 16, "width": 32, "features": 64, "repeats": 3, "min_run_time": 0.01},
 }
 
 

@@ -1,0 +1,234 @@
+"""Chapter 08's checks: a training loop without host syncs, and when compiling pays.
+
+``train_quietly`` is graded by behaviour on a CPU: its results must equal the
+noisy loop's (:func:`noisy_epoch`, the loop the chapter shows), and
+:func:`helpers.speed.count_host_syncs` counts the host reads it makes with
+two numbers of batches: a read whose count grows with the batches is a sync
+inside the loop, named with its line. On a CPU nothing waits for a read, but
+the same line stalls a GPU, so what is graded is where the reads are, never
+how fast the loop ran.
+
+``compile_pays`` is pure arithmetic on measured times: the cells hand it the
+numbers, and the verdict recomputes the answer and, when the learner's differs,
+recomputes it each typical wrong way (a mean, a tie counted as paid, the noise
+ignored, the compile time left out) to name the mistake.
+
+The cases (sizes, seeds, times) stay in the grade cells; nothing here is a
+hidden case.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers import benchmark as bench
+from helpers.checks.core import CheckFailed, check, solved
+from helpers.speed import count_host_syncs
+
+__all__ = ["check_compile_decision", "check_nan_guard", "check_no_syncs_in_loop", "check_results",
+           "expected_decision", "make_case", "noisy_epoch"]
+
+#: host reads allowed in all, after the loop: the losses, the accuracy, the NaN test (and one to spare)
+MAX_SYNCS = 4
+
+
+def make_case(batches: int, batch: int, last: int, seed: int, nan_at: int | None = None
+              ) -> tuple[nn.Module, torch.optim.Optimizer, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """A small classifier, its SGD optimizer (momentum) and ``batches`` batches; the last has ``last`` samples.
+
+    ``nan_at``: the index of a batch whose inputs hold a NaN, so its loss (and every later one) is NaN.
+    """
+    g = torch.Generator().manual_seed(seed)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    data = []
+    for i in range(batches):
+        n = last if i == batches - 1 else batch
+        x, y = torch.randn(n, 6, generator=g), torch.randint(0, 3, (n,), generator=g)
+        if nan_at == i:
+            x[0, 0] = float("nan")
+        data.append((x, y))
+    return model, optimizer, data
+
+
+def noisy_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, batches: Sequence[Any]) -> tuple[list[float], float]:
+    """The chapter's loop with a host sync in every step: the results ``train_quietly`` must give."""
+    losses, correct, seen = [], 0, 0
+    for x, y in batches:
+        optimizer.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        if torch.isnan(loss):
+            raise FloatingPointError(f"the loss is NaN at step {len(losses)}")
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        correct += (logits.argmax(dim=1) == y).sum().item()
+        seen += len(y)
+    return losses, correct / seen
+
+
+def _run(train_quietly: Callable[..., Any], case: tuple) -> Any:
+    model, optimizer, batches = case
+    return solved(train_quietly, model, optimizer, batches)
+
+
+def _unpack(result: Any, steps: int) -> tuple[list[float], float]:
+    check(isinstance(result, tuple) and len(result) == 2,
+          f"train_quietly returned {type(result).__name__} {result!r:.80}; expected a pair (losses, accuracy).")
+    losses, accuracy = result
+    check(isinstance(losses, list) and all(type(v) is float for v in losses),
+          f"losses: got {type(losses).__name__} of {sorted({type(v).__name__ for v in losses}) if isinstance(losses, (list, tuple)) else '?'}; "
+          "expected a list of Python floats, one per batch. Read them once, after the loop: "
+          "torch.stack(losses).tolist() gives a list of floats in one host read.")
+    check(len(losses) == steps, f"losses has {len(losses)} values for {steps} batches; expected one per batch.")
+    check(type(accuracy) is float, f"accuracy: got {type(accuracy).__name__}; expected a Python float "
+                                   "(read the tensor once at the end, e.g. with .item()).")
+    return losses, accuracy
+
+
+def check_results(train_quietly: Callable[..., Any], batches: int, batch: int, last: int, seed: int) -> None:
+    """Same losses, accuracy and trained model as :func:`noisy_epoch` on the same case."""
+    theirs_case, ours_case = make_case(batches, batch, last, seed), make_case(batches, batch, last, seed)
+    losses, accuracy = _unpack(_run(train_quietly, theirs_case), batches)
+    want_losses, want_accuracy = noisy_epoch(*ours_case)
+    for i, (got, want) in enumerate(zip(losses, want_losses)):
+        check(math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-6),
+              f"the loss of batch {i}: got {got:.6f}, expected {want:.6f} (the loss of that batch, computed before "
+              "its optimizer step). Train exactly as the loop above does: zero_grad, forward, loss, backward, step.")
+    if not math.isclose(accuracy, want_accuracy, abs_tol=1e-9):
+        per_batch = statistics.mean(float((ours_case[0](x).argmax(1) == y).float().mean()) for x, y in ours_case[2])
+        hint = (" That differs because the last batch is smaller: count correct predictions and samples over the "
+                "whole epoch, then divide once, instead of averaging per-batch accuracies."
+                if not math.isclose(want_accuracy, per_batch) else "")
+        raise CheckFailed(f"accuracy: got {accuracy:.6f}, expected {want_accuracy:.6f} (correct predictions / samples "
+                          f"over the epoch, predictions taken from the logits before each step).{hint}")
+    for (name, p), q in zip(theirs_case[0].named_parameters(), ours_case[0].parameters()):
+        check(torch.allclose(p, q, rtol=1e-4, atol=1e-6),
+              f"after the epoch the model's `{name}` differs from the noisy loop's: every batch must make one "
+              "optimizer step, as in the loop above.")
+
+
+def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: int, batch: int, seed: int) -> None:
+    """No host read whose count grows with the number of batches, and at most :data:`MAX_SYNCS` in all."""
+    counted = {}
+    for steps in (few, many):
+        case = make_case(steps, batch, batch, seed)
+        with count_host_syncs() as syncs:
+            _run(train_quietly, case)
+        counted[steps] = syncs
+    low, high = counted[few].by_place(), counted[many].by_place()
+    growing = [f"{place} ({low.get(place, 0)}x with {few} batches, {n}x with {many})"
+               for place, n in high.items() if n > low.get(place, 0)]
+    if growing:
+        raise CheckFailed(
+            "a host sync runs once per batch: " + "; ".join(growing) + ". On a GPU each one makes the CPU wait "
+            "until every queued kernel has finished. Keep the values as tensors in the loop (loss.detach(), a "
+            "running tensor count) and read them once, after the loop; reading a list of tensors one by one "
+            "after the loop is still one read per batch: torch.stack(...).tolist() reads them all at once.")
+    check(len(counted[many]) == len(counted[few]),
+          f"the number of host syncs grows with the batches: {len(counted[few])} with {few} batches, "
+          f"{len(counted[many])} with {many} ({counted[many].summary()}).")
+    check(len(counted[many]) <= MAX_SYNCS,
+          f"{len(counted[many])} host syncs after the loop ({counted[many].summary()}); at most {MAX_SYNCS} are "
+          "needed: one for the losses, one for the accuracy, one for the NaN test.")
+
+
+def check_nan_guard(train_quietly: Callable[..., Any], batches: int, nan_at: int, seed: int) -> None:
+    """A NaN loss still raises FloatingPointError, as in the loop above (once, after the loop, is enough)."""
+    case = make_case(batches, 8, 8, seed, nan_at=nan_at)
+    try:
+        result = _run(train_quietly, case)
+    except FloatingPointError:
+        return
+    except CheckFailed:
+        raise
+    except Exception as err:  # noqa: BLE001 - the wrong error is the learner's mistake to name
+        raise CheckFailed(f"a NaN loss raised {type(err).__name__}: {err}; expected FloatingPointError, as the loop "
+                          "above raises.") from None
+    got = result[0] if isinstance(result, tuple) and result else result
+    raise CheckFailed(f"batch {nan_at}'s loss is NaN and train_quietly returned {got!r:.100} without raising. Keep the "
+                      "NaN test without a sync per step: test every loss at once after the loop "
+                      "(e.g. torch.isnan(losses).any()) and raise FloatingPointError then.")
+
+
+# --------------------------------------------------------------------------- when compiling pays
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(float(v) for v in values)
+
+
+def expected_decision(compile_s: float, eager_s: Sequence[float], compiled_s: Sequence[float], steps: int, *,
+                      average: Callable[[Sequence[float]], float] = _median, noise: bool = True,
+                      tie_pays: bool = False, with_compile: bool = True, pays_after: bool = False) -> dict[str, Any]:
+    """The right answer, and (with a keyword changed) each typical wrong one."""
+    saving = average(eager_s) - average(compiled_s)
+    if noise:
+        verdict = bench.compare(bench.Timing.from_times(list(compiled_s), label="compiled"),
+                                bench.Timing.from_times(list(eager_s), label="eager"))
+        faster = verdict.faster is verdict.a
+    else:
+        faster = saving > 0
+    cost = compile_s if with_compile else 0.0
+    if not faster or saving <= 0:
+        return {"saving_s": saving, "faster": faster, "break_even": None, "pays": False}
+    ratio = cost / saving
+    break_even = max(1, math.ceil(ratio) if tie_pays else math.floor(ratio) + 1)
+    pays = steps > break_even if pays_after else steps >= break_even
+    return {"saving_s": saving, "faster": faster, "break_even": break_even, "pays": pays}
+
+
+_MISTAKES = [
+    ({"average": statistics.fmean}, "the mean was used: one slow call moves a mean; the median of the repeats is what "
+                                    "the chapter's timings report"),
+    ({"tie_pays": True}, "at the step where both totals are equal compiling has not paid yet: the break-even is the "
+                         "first step count whose compiled total is strictly shorter (floor(compile / saving) + 1)"),
+    ({"noise": False}, "the difference is within the noise here: the course's rule (bench.compare) cannot tell the "
+                       "two apart, so `faster` is False and no break-even is claimed"),
+    ({"with_compile": False}, "the compile time was left out: it is paid once, before the first step"),
+    ({"pays_after": True}, "compiling pays from the break-even step on: `pays` is steps >= break_even"),
+]
+
+
+def check_compile_decision(compile_pays: Callable[..., Any], compile_s: float, eager_s: Sequence[float],
+                           compiled_s: Sequence[float], steps: int, keys: Sequence[str] = ("saving_s", "faster",
+                                                                                           "break_even", "pays")) -> None:
+    """compile_pays(...) returns the decision :func:`expected_decision` makes, on ``keys``."""
+    got = solved(compile_pays, compile_s, list(eager_s), list(compiled_s), steps)
+    check(isinstance(got, dict), f"compile_pays returned {type(got).__name__}; expected a dict with the keys "
+                                 "saving_s, faster, break_even, pays.")
+    check(set(keys) <= set(got), f"compile_pays returned the keys {sorted(got)}; expected saving_s, faster, "
+                                 "break_even, pays.")
+    want = expected_decision(compile_s, eager_s, compiled_s, steps)
+    case = (f"(compile {compile_s:g} s, eager steps {list(eager_s)}, compiled steps {list(compiled_s)}, "
+            f"{steps} steps)")
+    for key in keys:
+        value = got[key]
+        if key == "saving_s":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isclose(
+                value, want[key], rel_tol=1e-9, abs_tol=1e-15)
+        elif key == "break_even" and want[key] is not None:  # 13 or 13.0: the same step count
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == want[key]
+        else:
+            ok = type(value) is type(want[key]) and value == want[key]
+        if ok:
+            continue
+        named = [why for change, why in _MISTAKES if expected_decision(
+            compile_s, eager_s, compiled_s, steps, **change).get(key) == value and
+            type(value) is type(expected_decision(compile_s, eager_s, compiled_s, steps, **change).get(key))]
+        shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
+        expected = f"{want[key]:.6g}" if isinstance(want[key], float) else repr(want[key])
+        likely = " Likely: " + " Or: ".join(f"{why}." for why in named) if named else ""
+        raise CheckFailed(f"{key}: got {shown}, expected {expected} {case}.{likely}")

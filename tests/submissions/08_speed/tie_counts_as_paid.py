@@ -1,0 +1,16 @@
+# solution: compile-pays
+# fails: compile-pays-break-even compile-pays-decision
+# says: strictly
+# Typical mistake: ceil(compile / saving): at that step both totals are equal, so compiling has not paid yet.
+import math
+import statistics
+
+def compile_pays(compile_s, eager_s, compiled_s, steps):
+    eager, compiled = statistics.median(eager_s), statistics.median(compiled_s)
+    saving = eager - compiled
+    verdict = bench.compare(bench.Timing.from_times(compiled_s), bench.Timing.from_times(eager_s))
+    faster = verdict.faster is verdict.a
+    if not faster:
+        return {"saving_s": saving, "faster": False, "break_even": None, "pays": False}
+    break_even = max(1, math.ceil(compile_s / saving))
+    return {"saving_s": saving, "faster": True, "break_even": break_even, "pays": steps >= break_even}
