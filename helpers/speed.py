@@ -138,6 +138,25 @@ class SyncCounter:
 
     events: list[HostSync] = field(default_factory=list)
     _depth: int = 0
+    _installed: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    _mode: Any = None
+    _still_watching: bool | None = None
+
+    def watching(self) -> bool:
+        """Whether everything it counts with is still in place: its Tensor wrappers and its dispatch mode.
+
+        Code that restores ``Tensor.tolist`` or pops the dispatch mode while the block runs would go uncounted;
+        :attr:`intact` (read after the block) says whether that happened, so a check can refuse to trust the
+        count."""
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack  # noqa: PLC0415
+
+        wrappers = all(getattr(torch.Tensor, name) is fn for name, fn in self._installed.items())
+        return wrappers and any(mode is self._mode for mode in _get_current_dispatch_mode_stack())
+
+    @property
+    def intact(self) -> bool:
+        """After the block: the counter was still watching when the block ended (see :meth:`watching`)."""
+        return bool(self._still_watching)
 
     def _record(self, kind: str) -> None:
         if self._depth == 0 and not _torch_bookkeeping():
@@ -191,9 +210,12 @@ def count_host_syncs() -> Iterator[SyncCounter]:
     with contextlib.ExitStack() as stack:
         for name in HOST_READ_METHODS:
             original = getattr(torch.Tensor, name)
-            stack.enter_context(mock.patch.object(torch.Tensor, name, counter._wrap(name, original)))
-        stack.enter_context(_Watch(counter))
+            wrapper = counter._wrap(name, original)
+            counter._installed[name] = wrapper
+            stack.enter_context(mock.patch.object(torch.Tensor, name, wrapper))
+        counter._mode = stack.enter_context(_Watch(counter))
         yield counter
+        counter._still_watching = counter.watching()
 
 
 # --------------------------------------------------------------------------- the stand-in stream

@@ -124,6 +124,25 @@ def test_the_precision_step_measures_on_any_device():
     assert all(v > 0 for v in figures.values())
 
 
+def test_the_speed_chapter_measures_its_cpu_figures_and_names_each_cuda_one_it_skips():
+    """Chapter 08 at rehearsal sizes on the CPU: its loops (the quiet one is the solution cell, read from
+    solutions/), torch.compile where a compiler exists, the optimizers and attention; streams, CUDA graphs and
+    cuDNN skipped, each with its reason."""
+    figures, skipped = measure.measure_08(CPU, **measure.REHEARSAL["08_speed"])
+    assert set(figures) | set(skipped) == set(results.FIGURES["08_speed"]) and not set(figures) & set(skipped)
+    assert {"loop_noisy_step", "loop_quiet_step", "adamw_fused", "sdpa", "naive_attention"} <= set(figures)
+    assert all(v > 0 for k, v in figures.items() if k != "compile_s")
+    assert {"streams_side_stream", "overlap_side_stream", "compile_small_reduce_overhead", "cudnn_benchmark_on"} <= set(skipped)
+    assert all("ran on cpu" in why for key, why in skipped.items() if key.startswith(("streams_", "cudnn_")))
+
+
+def test_the_quiet_loop_it_measures_is_the_reference_solution():
+    source = measure._solution_source("08_speed", "train-quietly")
+    assert "def train_quietly(" in source and "### BEGIN SOLUTION" in source
+    with pytest.raises(LookupError, match="no-such-exercise"):
+        measure._solution_source("08_speed", "no-such-exercise")
+
+
 @pytest.mark.parametrize("chapter", ["03_memory", "04_dataloader", "07_troubleshooting"])
 def test_cuda_only_figures_are_skipped_with_a_reason_off_cuda(chapter):
     figures, skipped = measure.MEASURES[chapter](CPU)
@@ -132,7 +151,7 @@ def test_cuda_only_figures_are_skipped_with_a_reason_off_cuda(chapter):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("chapter", ["03_memory", "04_dataloader", "06_multi_gpu", "07_troubleshooting"])
+@pytest.mark.parametrize("chapter", ["03_memory", "04_dataloader", "06_multi_gpu", "07_troubleshooting", "08_speed"])
 def test_cuda_measurements_produce_every_figure(chapter):
     figures, skipped = measure.MEASURES[chapter](torch.device("cuda"))
     assert set(figures) == set(results.FIGURES[chapter]), skipped

@@ -270,6 +270,21 @@ def test_a_read_that_raises_still_counts_and_later_reads_are_counted_too():
     assert syncs.events[1].where == _place(read_item)
 
 
+def test_the_counter_knows_whether_it_was_still_watching_at_the_end():
+    methods = _tensor_methods()
+    t, mask = _data()
+    with speed.count_host_syncs() as syncs:
+        assert syncs.watching()
+        read_item(t, mask)
+    assert syncs.intact and not syncs.watching()  # after the block nothing watches any more
+    with speed.count_host_syncs() as syncs:
+        torch.Tensor.tolist = methods["tolist"]  # code in the block puts torch's own method back
+        assert not syncs.watching()
+        read_tolist(t, mask)  # so this read goes unseen
+    assert not syncs.intact and len(syncs) == 0
+    assert _tensor_methods() == methods and "tolist" not in vars(torch.Tensor)
+
+
 @pytest.mark.xfail(strict=True, reason="bug: torch.tensor(list of tensors) reads every element on the host (one "
                                        "device-to-host copy each on a GPU) inside C++ with the Python dispatch key "
                                        "excluded, so neither the dispatch mode nor the method wrappers see it")
@@ -388,11 +403,17 @@ def test_copy_compute_overlap_reads_a_trace_file(tmp_path):
 
 @pytest.fixture
 def no_compilers(monkeypatch):
+    """No C++ compiler on PATH, and inductor's own setting names one that does not exist either.
+
+    inductor's config is patched with its own ``config.patch``: pytest's monkeypatch cannot put a value back
+    on its sub-config proxy (the attribute is gone after ``undo()``), which would break inductor for later tests.
+    """
     from torch._inductor import config
 
     monkeypatch.setattr(speed.shutil, "which", lambda name, *args, **kwargs: None)
-    monkeypatch.setattr(config.cpp, "cxx", (None, "no-such-compiler++"))
-    return config
+    with config.patch({"cpp.cxx": (None, "no-such-compiler++")}):
+        yield config
+    assert config.cpp.cxx == config._config["cpp.cxx"].default  # put back
 
 
 def test_compiler_missing_is_none_on_this_cpu():
@@ -406,9 +427,11 @@ def test_compiler_missing_names_the_cpp_compiler_when_path_has_none(no_compilers
 
 
 def test_compiler_missing_uses_inductors_configured_compiler(no_compilers, monkeypatch):
-    monkeypatch.setattr(no_compilers.cpp, "cxx", (None, "/opt/cc/bin/my-g++"))
-    monkeypatch.setattr(speed.shutil, "which", lambda name, *args, **kwargs: name if name == "/opt/cc/bin/my-g++" else None)
-    assert speed.compiler_missing("cpu") is None
+    compiler = "/opt/cc/bin/my-g++"
+    monkeypatch.setattr(speed.shutil, "which", lambda name, *args, **kwargs: name if name == compiler else None)
+    with no_compilers.patch({"cpp.cxx": (None, compiler)}):
+        assert speed.compiler_missing("cpu") is None
+    assert speed.compiler_missing("cpu") is not None  # the setting back to one that does not exist
 
 
 def test_compiler_missing_for_cuda_asks_for_triton(monkeypatch):

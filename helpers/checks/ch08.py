@@ -127,6 +127,8 @@ def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: in
         case = make_case(steps, batch, batch, seed)
         with count_host_syncs() as syncs:
             _run(train_quietly, case)
+        check(syncs.intact, "train_quietly removed the check's sync counter while it ran (a Tensor method put back, "
+                            "or the dispatch mode popped), so its host reads cannot be counted: no points.")
         counted[steps] = syncs
     low, high = counted[few].by_place(), counted[many].by_place()
     growing = [f"{place} ({low.get(place, 0)}x with {few} batches, {n}x with {many})"
