@@ -108,8 +108,8 @@ def _torch_bookkeeping() -> bool:
     frame = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if path.startswith(_TORCH_CPU_BOOKKEEPING):
-            return True
+        if path.startswith(_TORCH_CPU_BOOKKEEPING) and not path.endswith("lr_scheduler.py"):  # a scheduler's
+            return True  # float(metric) reads the learner's tensor: a real sync
         if path != _HERE and not path.startswith(_TORCH_DIR):
             return False
         frame = frame.f_back
@@ -140,6 +140,7 @@ class SyncCounter:
     _depth: int = 0
     _installed: dict[str, Callable[..., Any]] = field(default_factory=dict)
     _mode: Any = None
+    _installed_in_torch: Any = None
     _still_watching: bool | None = None
 
     def watching(self) -> bool:
@@ -151,6 +152,7 @@ class SyncCounter:
         from torch.utils._python_dispatch import _get_current_dispatch_mode_stack  # noqa: PLC0415
 
         wrappers = all(getattr(torch.Tensor, name) is fn for name, fn in self._installed.items())
+        wrappers = wrappers and (self._installed_in_torch is None or torch.tensor is self._installed_in_torch)
         return wrappers and any(mode is self._mode for mode in _get_current_dispatch_mode_stack())
 
     @property
@@ -193,6 +195,40 @@ class SyncCounter:
         read.__name__ = getattr(original, "__name__", name)
         return read
 
+    def _wrap_tensor_factory(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``torch.tensor(data)``: a list holding tensors is read element by element (one device read each)."""
+
+        def tensor(data: Any, *args: Any, **kwargs: Any) -> Any:
+            reads = _tensors_in(data)
+            if reads and self._depth == 0 and not _torch_bookkeeping():
+                place = _caller()
+                self.events.extend(HostSync(TENSOR_OF_TENSORS, place) for _ in range(reads))
+            self._depth += 1
+            try:
+                return original(data, *args, **kwargs)
+            finally:
+                self._depth -= 1
+
+        return tensor
+
+
+#: what torch.tensor(list of tensors) is called in a count
+TENSOR_OF_TENSORS = "torch.tensor(a list of tensors), which reads each element (use torch.stack)"
+
+
+def _tensors_in(data: Any, limit: int = 100_000) -> int:
+    """How many tensors a (nested) list or tuple holds; 0 for anything else."""
+    if not isinstance(data, (list, tuple)):
+        return 0
+    found, stack = 0, [data]
+    while stack and found < limit:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found += 1
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return found
+
 
 @contextlib.contextmanager
 def count_host_syncs() -> Iterator[SyncCounter]:
@@ -201,7 +237,8 @@ def count_host_syncs() -> Iterator[SyncCounter]:
     Two layers see them: a dispatch mode sees the operators that hand a value to
     the host (``.item()``, ``bool(t)``, ``nonzero``, ``t[mask]``), and the
     Tensor methods that copy to the host (``.tolist()``, ``.cpu()``,
-    ``print(t)``) are wrapped for the block's duration. ``.to(device)`` is not
+    ``print(t)``) are wrapped for the block's duration, and so is ``torch.tensor``, which reads a list of
+    tensors element by element. ``.to(device)`` is not
     counted: on a CPU-only machine the device *is* the CPU, and moving a batch
     to the device is not a read. On a GPU, ``torch.cuda.set_sync_debug_mode``
     is CUDA's own detector of the same thing; this one also works on a laptop.
@@ -213,6 +250,9 @@ def count_host_syncs() -> Iterator[SyncCounter]:
             wrapper = counter._wrap(name, original)
             counter._installed[name] = wrapper
             stack.enter_context(mock.patch.object(torch.Tensor, name, wrapper))
+        factory = counter._wrap_tensor_factory(torch.tensor)
+        counter._installed_in_torch = factory
+        stack.enter_context(mock.patch.object(torch, "tensor", factory))
         counter._mode = stack.enter_context(_Watch(counter))
         yield counter
         counter._still_watching = counter.watching()

@@ -386,9 +386,6 @@ def divides_as_a_tensor(model, optimizer, batches):
     return losses.tolist(), (correct / seen).item()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: check_results compares the accuracy with abs_tol=1e-9, so a float32 "
-                                       "division in torch ((correct / seen).item(), off by ~1e-8) is rejected with "
-                                       "'got 0.200000, expected 0.200000' and the per-batch hint")
 def test_an_accuracy_divided_in_float32_is_accepted():
     for case in RESULT_CASES:
         ch08.check_results(divides_as_a_tensor, **case)
@@ -406,9 +403,6 @@ def last_batch_accuracy(model, optimizer, batches):
     return losses.tolist(), accuracy.item()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: check_results's per-batch hint is computed with the trained model, not "
-                                       "the logits before each step, and tests the right answer instead of the "
-                                       "learner's, so it is given for any wrong accuracy, with batches of one size too")
 def test_the_per_batch_hint_is_not_given_for_another_accuracy_mistake():
     with pytest.raises(CheckFailed, match="accuracy: got") as info:
         ch08.check_results(last_batch_accuracy, **RESULT_CASES[0])  # 4 batches of 8: no smaller last batch
@@ -428,8 +422,6 @@ def tensor_of_the_list(model, optimizer, batches):
     return losses.tolist(), correct.item() / seen
 
 
-@pytest.mark.xfail(strict=True, reason="bug: torch.tensor(list of tensors) reads each element inside C++ with the "
-                                       "Python dispatch key excluded: count_host_syncs sees none of those reads")
 def test_reading_the_list_with_torch_tensor_is_one_read_per_batch():
     with pytest.raises(CheckFailed, match="once per batch"):
         ch08.check_no_syncs_in_loop(tensor_of_the_list, **SYNC_CASES[0])
@@ -587,9 +579,6 @@ def test_an_unwritten_compile_pays_is_named():
         ch08.check_compile_decision(compile_pays, *PAYS_CASES[0])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: check_compile_decision names a mistake only when the learner's value "
-                                       "equals the wrong answer exactly; a mean by statistics.mean or sum/len rounds "
-                                       "differently from statistics.fmean and is not named")
 @pytest.mark.parametrize("mean", [statistics.mean, lambda values: sum(values) / len(values)], ids=["mean", "sum-len"])
 def test_a_mean_computed_any_way_is_named(mean):
     def compile_pays_by_mean(compile_s, eager_s, compiled_s, steps):

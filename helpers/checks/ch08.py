@@ -79,6 +79,19 @@ def noisy_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, batches: Seq
     return losses, correct / seen
 
 
+def _mean_of_batch_accuracies(case: tuple) -> float:
+    """What averaging each batch's accuracy (taken before its step) gives: the typical accuracy mistake."""
+    model, optimizer, batches = case
+    accuracies = []
+    for x, y in batches:
+        optimizer.zero_grad()
+        logits = model(x)
+        F.cross_entropy(logits, y).backward()
+        optimizer.step()
+        accuracies.append(float((logits.argmax(dim=1) == y).float().mean()))
+    return statistics.mean(accuracies)
+
+
 def _run(train_quietly: Callable[..., Any], case: tuple) -> Any:
     model, optimizer, batches = case
     return solved(train_quietly, model, optimizer, batches)
@@ -107,11 +120,11 @@ def check_results(train_quietly: Callable[..., Any], batches: int, batch: int, l
         check(math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-6),
               f"the loss of batch {i}: got {got:.6f}, expected {want:.6f} (the loss of that batch, computed before "
               "its optimizer step). Train exactly as the loop above does: zero_grad, forward, loss, backward, step.")
-    if not math.isclose(accuracy, want_accuracy, abs_tol=1e-9):
-        per_batch = statistics.mean(float((ours_case[0](x).argmax(1) == y).float().mean()) for x, y in ours_case[2])
-        hint = (" That differs because the last batch is smaller: count correct predictions and samples over the "
-                "whole epoch, then divide once, instead of averaging per-batch accuracies."
-                if not math.isclose(want_accuracy, per_batch) else "")
+    if not math.isclose(accuracy, want_accuracy, rel_tol=1e-6, abs_tol=1e-9):  # float32 division is fine
+        per_batch = _mean_of_batch_accuracies(make_case(batches, batch, last, seed))
+        hint = (" That is the mean of the per-batch accuracies, which differs here because the last batch is "
+                "smaller: count correct predictions and samples over the whole epoch, then divide once, instead of "
+                "averaging per-batch accuracies." if math.isclose(accuracy, per_batch, rel_tol=1e-6) else "")
         raise CheckFailed(f"accuracy: got {accuracy:.6f}, expected {want_accuracy:.6f} (correct predictions / samples "
                           f"over the epoch, predictions taken from the logits before each step).{hint}")
     for (name, p), q in zip(theirs_case[0].named_parameters(), ours_case[0].parameters()):
@@ -192,6 +205,16 @@ def expected_decision(compile_s: float, eager_s: Sequence[float], compiled_s: Se
     return {"saving_s": saving, "faster": faster, "break_even": break_even, "pays": pays}
 
 
+def _same(wrong: Any, value: Any) -> bool:
+    """Whether the learner's value is what one typical mistake gives (numbers within rounding: a mean is a mean,
+    however it was summed)."""
+    if isinstance(wrong, bool) or isinstance(value, bool) or wrong is None or value is None:
+        return type(wrong) is type(value) and wrong == value
+    if isinstance(wrong, (int, float)) and isinstance(value, (int, float)):
+        return math.isclose(wrong, value, rel_tol=1e-9, abs_tol=1e-15)
+    return False
+
+
 _MISTAKES = [
     ({"average": statistics.fmean}, "the mean was used: one slow call moves a mean; the median of the repeats is what "
                                     "the chapter's timings report"),
@@ -227,9 +250,8 @@ def check_compile_decision(compile_pays: Callable[..., Any], compile_s: float, e
             ok = type(value) is type(want[key]) and value == want[key]
         if ok:
             continue
-        named = [why for change, why in _MISTAKES if expected_decision(
-            compile_s, eager_s, compiled_s, steps, **change).get(key) == value and
-            type(value) is type(expected_decision(compile_s, eager_s, compiled_s, steps, **change).get(key))]
+        named = [why for change, why in _MISTAKES
+                 if _same(expected_decision(compile_s, eager_s, compiled_s, steps, **change).get(key), value)]
         shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
         expected = f"{want[key]:.6g}" if isinstance(want[key], float) else repr(want[key])
         likely = " Likely: " + " Or: ".join(f"{why}." for why in named) if named else ""
