@@ -36,13 +36,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".$(EXTRAS)"
 	@touch $(STAMP)
 
+# The edition: Korean (한국어판, the course folder ko/) with `make lab COURSE_LANG=ko` or `make lab LANG=ko`, or
+# when the shell's own locale is Korean (LANG=ko_KR.UTF-8); English otherwise. The helpers read the same
+# variables (helpers/i18n.py), and the Korean notebooks set the language in their first cells.
+EDITION := $(if $(and $(filter ko%,$(or $(COURSE_LANG),$(LANG))),$(wildcard ko/notebooks)),ko,en)
+EDITION_DIR := $(if $(filter ko,$(EDITION)),ko/,)
 # The learner's view (README): a Jupyter config folder put first on the config path; the Assignments list
 # and Validate, no instructor panels, no news pop-up. The server runs from the course folder.
 LEARNER_VIEW := $(abspath .jupyter/learner)
-JUPYTER_LAB = $(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) notebooks/00_start/00_start.ipynb
+# the Korean edition's JupyterLab speaks Korean too (menus from jupyterlab-language-pack-ko-KR): a default setting
+EDITION_VIEW := $(if $(filter ko,$(EDITION)),:$(abspath .jupyter/korean),)
+JUPYTER_LAB = $(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=. $(LAB_ARGS) $(EDITION_DIR)notebooks/00_start/00_start.ipynb
 
 lab: $(STAMP)
-	JUPYTER_CONFIG_PATH="$(LEARNER_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
+	COURSE_LANG=$(EDITION) JUPYTER_CONFIG_PATH="$(LEARNER_VIEW)$(EDITION_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
 
 env: $(STAMP)
 	$(PY) -m helpers env

@@ -8,6 +8,8 @@
     override STUDENT ASSIGNMENT CELL POINTS --why TEXT   a manual score for one grade cell, listed everywhere
     handout  --out DIR                           the student edition: DIR and DIR.zip, no solutions, no hidden tests
     colab                                        README badges and each chapter's Colab cell, from pyproject's Repository
+    translate update|build|check [CHAPTER...]    the Korean edition: catalogs in step, Korean notebooks and messages built,
+                                                 or what keeps them from being complete (translations/ko/, ko/)
     gpu-check [--dry-run] [--rehearse --out D]   check the whole course on a CUDA GPU; results/<gpu>/<chapter>.json
     gpu-wheelhouse [--dest D]                    download the wheels the GPU machine lacks (default .whl)
 
@@ -71,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("colab", help="rewrite the README's Colab badges and each chapter's Colab cell in solutions/ "
                                      "from pyproject.toml's [project.urls] Repository (then run release)")
     p.add_argument("--course", type=Path)
+    p = sub.add_parser("translate", help="the Korean edition: `update` the catalogs from the English, `build` the "
+                                         "Korean notebooks and the helpers' compiled messages, `check` what is left")
+    p.add_argument("action", choices=["update", "build", "check"])
+    p.add_argument("chapters", nargs="*", help="only these chapters (default: all, and the helpers' messages)")
+    p.add_argument("--course", type=Path)
     return parser
 
 
@@ -132,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         return _handout(root, args.out)
     if args.command == "colab":
         return _colab(root)
+    if args.command == "translate":
+        from course_tools.translation import run as translate
+
+        return translate(args.action, root, args.chapters)
 
     if args.command == "release":
         from course_tools.grading.release import ReleaseError, release

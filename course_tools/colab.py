@@ -81,7 +81,10 @@ else:
 
 #: What the Colab cell leaves to Colab: its own torch (a multi-GB reinstall otherwise) and its Jupyter, which
 #: has no nbgrader extension anyway.
-LEFT_TO_COLAB = ("torch", "jupyterlab", "nbgrader")
+LEFT_TO_COLAB = ("torch", "jupyterlab", "nbgrader",
+                 # the Korean edition's tooling and JupyterLab menus: Colab's interface is its own, the helpers
+                 # read their compiled messages with the standard library's gettext
+                 "babel", "jupyterlab-language-pack-ko-kr")
 
 
 def colab_requirements(root: Path) -> tuple[list[str], str]:

@@ -52,6 +52,7 @@ from typing import Any
 import torch
 
 from helpers.device import available_devices, pick_device, synchronize
+from helpers.i18n import _
 from helpers.units import format_rate, format_seconds  # noqa: F401  (the chapters call bench.format_*)
 
 
@@ -420,26 +421,31 @@ class Verdict:
         fast, slow = self.faster, self.slower
         ahead = self if fast is self.a else compare(fast, slow)  # the interval of the faster one's speed-up
         low, high = ahead.low, ahead.high
-        interval = f"at least {_times(low)}" if not math.isfinite(high) else f"{_times(low)} to {_times(high)}"
-        head = (f"{_name(slow, 'it')} takes {_times(self.ratio)} as long as {_name(fast, 'the other')}" if longer else
-                f"{_name(fast, 'one')} is {_times(self.ratio)} faster than {_name(slow, 'the other')}")
-        return f"{head} ({interval}, from their spreads){self._threads()}"
+        interval = (_("at least {low}").format(low=_times(low)) if not math.isfinite(high) else
+                    _("{low} to {high}").format(low=_times(low), high=_times(high)))
+        head = (_("{slow} takes {ratio} as long as {fast}") if longer else _("{fast} is {ratio} faster than {slow}")
+                ).format(slow=_name(slow, _("the other") if not longer else _("it")),
+                         fast=_name(fast, _("the other") if longer else _("one")), ratio=_times(self.ratio))
+        return _("{head} ({interval}, from their spreads)").format(head=head, interval=interval) + self._threads()
 
     def _no_conclusion(self) -> str:
-        names = f"{_name(self.a, 'the first')} and {_name(self.b, 'the second')}"
+        names = _("{a} and {b}").format(a=_name(self.a, _("the first")), b=_name(self.b, _("the second")))
         if not self.known:
             few = [t for t in (self.a, self.b) if len(t.times) < MIN_BLOCKS]
-            why = (f"too few repeats to know the spread ({', '.join(str(len(t.times)) for t in few)}; at least "
-                   f"{MIN_BLOCKS} needed)" if few else "a median that is not a positive time")
-            return f"{names} cannot be told apart: {why}, so no conclusion{self._threads()}"
-        return (f"{names} are within the noise on this machine ({_times(self.ratio)} apart, but their spreads "
-                f"overlap): no conclusion{self._threads()}")
+            why = (_("too few repeats to know the spread ({counts}; at least {needed} needed)").format(
+                counts=", ".join(str(len(t.times)) for t in few), needed=MIN_BLOCKS) if few else
+                _("a median that is not a positive time"))
+            return _("{names} cannot be told apart: {why}, so no conclusion").format(names=names, why=why) + \
+                self._threads()
+        return _("{names} are within the noise on this machine ({ratio} apart, but their spreads overlap): no "
+                 "conclusion").format(names=names, ratio=_times(self.ratio)) + self._threads()
 
     def _threads(self) -> str:
         """A note when the two sides did not use the same threads: the reader must know it is not like with like."""
         if self.threads_compared or self.a.num_threads == self.b.num_threads:
             return ""
-        return f" [not like with like: {self.a.num_threads} torch threads in all against {self.b.num_threads}]"
+        return _(" [not like with like: {a} torch threads in all against {b}]").format(a=self.a.num_threads,
+                                                                                       b=self.b.num_threads)
 
     def __str__(self) -> str:
         return self.sentence()
@@ -513,13 +519,15 @@ def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False,
     """
     top, measured = leaders(timings, slowest=slowest), _measured(timings)
     if len(top) > 1:
-        return f"no single {what}: {' and '.join(t.label for t in top)} are within the noise on this machine"
+        return _("no single {what}: {names} are within the noise on this machine").format(
+            what=what, names=_(" and ").join(t.label for t in top))
     if len(measured) == 1:
-        return f"the {what} is {top[0].label}, the only one measured"
+        return _("the {what} is {label}, the only one measured").format(what=what, label=top[0].label)
     runner_up = sorted(measured, key=lambda t: t.median, reverse=slowest)[1]
     pair = (runner_up, top[0]) if slowest else (top[0], runner_up)
     verdict = compare(*pair, threads_compared=threads_compared)
-    return f"the {what} is {top[0].label}: {verdict.sentence(longer=slowest)}"
+    return _("the {what} is {label}: {verdict}").format(what=what, label=top[0].label,
+                                                        verdict=verdict.sentence(longer=slowest))
 
 
 def report(timings: Iterable[Timing]) -> str:

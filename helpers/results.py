@@ -9,7 +9,7 @@ file a chapter says so and shows nothing in its place.
 :data:`FIGURES` is the one list of what may be stored and shown, chapter by chapter: ``make gpu-check``
 writes exactly these keys (``course_tools.gpu_check.measure``), and :func:`show` refuses any other, so a
 chapter cannot display a figure that no run produces. Ground floor: no torch, no other helper but
-``units``.
+``units`` and ``i18n``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers.i18n import _
 from helpers.units import format_bytes, format_rate, format_seconds
 
 SCHEMA = 1
@@ -265,9 +266,9 @@ def _runs_for(chapter: str, keys: list[str], mine: dict[str, Any] | None, root: 
 
 def _text(chapter: str, keys: list[str], mine: dict[str, Any], mine_label: str, runs: list[StoredResults]) -> str:
     if not runs:
-        return (f"No stored GPU result for {chapter}: `make gpu-check` has not been run on a GPU for this copy "
-                "of the course (results/ holds none), so there is no measured figure to show here, and no "
-                "number from a data sheet is shown in its place.")
+        return _("No stored GPU result for {chapter}: `make gpu-check` has not been run on a GPU for this copy "
+                 "of the course (results/ holds none), so there is no measured figure to show here, and no "
+                 "number from a data sheet is shown in its place.").format(chapter=chapter)
     numbers = [k for k in keys if FIGURES[chapter][k][0] != "text"]
     lines = []
     if numbers:
@@ -300,7 +301,7 @@ def show(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
     """
     runs = _runs_for(chapter, keys, mine, root)
     if not runs and _TOLD_NOTHING_STORED.get(chapter, tuple(keys)) != tuple(keys):
-        print(f"No stored GPU result for {chapter} here either (see above).")
+        print(_("No stored GPU result for {chapter} here either (see above).").format(chapter=chapter))
         return runs
     if not runs:  # the cell that told (run again, it replaces its own output) tells again
         _TOLD_NOTHING_STORED[chapter] = tuple(keys)

@@ -37,6 +37,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode  # no public way to see every op torch runs (2.11-2.13)
 
 from helpers.benchmark import BackgroundQueue, Timing
+from helpers.i18n import N_, _
 
 __all__ = [
     "CompileTimings",
@@ -62,23 +63,23 @@ _TORCH_CPU_BOOKKEEPING = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
 
 #: aten operators that hand a device value to the host: torch must wait for the GPU to run them
 SYNC_OPS: dict[str, str] = {
-    "aten._local_scalar_dense": "a tensor read as a Python number (.item(), float(t), bool(t), `if t:`)",
-    "aten.nonzero": "nonzero (its output's size depends on the values)",
-    "aten.masked_select": "masked_select (its output's size depends on the values)",
-    "aten.equal": "torch.equal (returns a Python bool)",
-    "aten.unique_dim": "unique (its output's size depends on the values)",
-    "aten._unique2": "unique (its output's size depends on the values)",
-    "aten.repeat_interleave": "repeat_interleave with tensor repeats",
+    "aten._local_scalar_dense": N_("a tensor read as a Python number (.item(), float(t), bool(t), `if t:`)"),
+    "aten.nonzero": N_("nonzero (its output's size depends on the values)"),
+    "aten.masked_select": N_("masked_select (its output's size depends on the values)"),
+    "aten.equal": N_("torch.equal (returns a Python bool)"),
+    "aten.unique_dim": N_("unique (its output's size depends on the values)"),
+    "aten._unique2": N_("unique (its output's size depends on the values)"),
+    "aten.repeat_interleave": N_("repeat_interleave with tensor repeats"),
 }
 #: Tensor methods that copy a tensor's values to the host (on a GPU: a device-to-host copy, which waits)
 HOST_READ_METHODS: dict[str, str] = {
-    "tolist": ".tolist()",
-    "numpy": ".numpy()",
-    "cpu": ".cpu()",
-    "__repr__": "repr(tensor)",
-    "__str__": "print(tensor) / str(tensor)",
-    "__format__": "a tensor in an f-string",
-    "__array__": "numpy.asarray(tensor)",
+    "tolist": N_(".tolist()"),
+    "numpy": N_(".numpy()"),
+    "cpu": N_(".cpu()"),
+    "__repr__": N_("repr(tensor)"),
+    "__str__": N_("print(tensor) / str(tensor)"),
+    "__format__": N_("a tensor in an f-string"),
+    "__array__": N_("numpy.asarray(tensor)"),
 }
 
 
@@ -90,7 +91,7 @@ class HostSync:
     where: str
 
     def __str__(self) -> str:
-        return f"{self.kind} at {self.where}"
+        return _("{kind} at {where}").format(kind=_(self.kind), where=self.where)
 
 
 def _caller() -> str:
@@ -99,9 +100,9 @@ def _caller() -> str:
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         if path != _HERE and not path.startswith(_TORCH_DIR):
-            return f"line {frame.f_lineno} of {frame.f_code.co_name}()"
+            return _("line {line} of {function}()").format(line=frame.f_lineno, function=frame.f_code.co_name)
         frame = frame.f_back
-    return "torch's own code"
+    return _("torch's own code")
 
 
 def _torch_bookkeeping() -> bool:
@@ -126,7 +127,7 @@ class _Watch(TorchDispatchMode):
         kind = SYNC_OPS.get(name)
         if kind is None and name == "aten.index" and any(
                 isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ())):
-            kind = "indexing with a boolean mask, t[mask] (its output's size depends on the values)"
+            kind = N_("indexing with a boolean mask, t[mask] (its output's size depends on the values)")
         if kind is not None:
             self.counter._record(kind)
         return func(*args, **(kwargs or {}))
@@ -176,9 +177,9 @@ class SyncCounter:
 
     def summary(self) -> str:
         if not self.events:
-            return "no host syncs"
+            return _("no host syncs")
         places = "; ".join(f"{n}x {place}" for place, n in self.by_place().items())
-        return f"{len(self.events)} host sync(s): {places}"
+        return _("{n} host sync(s): {places}").format(n=len(self.events), places=places)
 
     def _wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         kind = HOST_READ_METHODS[name]
@@ -213,7 +214,7 @@ class SyncCounter:
 
 
 #: what torch.tensor(list of tensors) is called in a count
-TENSOR_OF_TENSORS = "torch.tensor(a list of tensors), which reads each element (use torch.stack)"
+TENSOR_OF_TENSORS = N_("torch.tensor(a list of tensors), which reads each element (use torch.stack)")
 
 
 def _tensors_in(data: Any, limit: int = 100_000) -> int:

@@ -129,6 +129,16 @@ def test_fixes_must_differ_and_name_the_change():
         ch07.check_fixes_named(lambda e: (diagnose(e)[0], "Try again."), cases)
 
 
+def test_a_fix_written_in_korean_names_the_change_too():
+    """The Korean edition's learners write the fix sentence in Korean: it counts as an English one does."""
+    cases = [(ch07.caught(lambda: torch.ones(2) + torch.ones(3)), "shape"),
+             (torch.OutOfMemoryError("CUDA out of memory."), "memory")]
+    korean = {"shape": "두 텐서의 모양을 맞추십시오.", "memory": "배치 크기를 줄이거나 혼합 정밀도를 쓰십시오."}
+    ch07.check_fixes_named(lambda e: (diagnose(e)[0], korean[diagnose(e)[0]]), cases)
+    with pytest.raises(CheckFailed, match="names none of"):
+        ch07.check_fixes_named(lambda e: (diagnose(e)[0], "다시 해 보십시오."), cases)
+
+
 def test_caught_keeps_anomaly_warnings_off_stderr(capfd):
     def nan():
         x = torch.tensor([-1.0], requires_grad=True)

@@ -413,6 +413,19 @@ _FIX_WORDS = {
     "nan": ("nan", "inf", "finite", "clip", "learning rate", "lr", "log_softmax", "anomaly"),
     "no-cuda": ("cuda", "device", "is_available", "cpu"),
 }
+#: The same fixes named in Korean (the Korean edition's learners write their fix sentences in Korean; the terms are
+#: translations/ko/glossary.tsv's and the usual alternatives): a fix sentence may use either language.
+_FIX_WORDS_KO = {
+    "index": ("레이블", "라벨", "인덱스", "색인", "클래스", "범위"),
+    "device": ("장치", "디바이스"),
+    "dtype": ("자료형", "데이터 타입", "타입", "정수형", "실수형"),
+    "shape": ("모양", "형태", "크기", "차원", "특징"),
+    "range": ("시그모이드", "로짓", "확률"),
+    "memory": ("배치", "혼합 정밀도", "누적", "정밀도", "체크포인팅"),
+    "nan": ("무한", "유한", "클리핑", "학습률"),
+    "no-cuda": ("장치", "디바이스"),
+}
+_FIX_WORDS = {category: words + _FIX_WORDS_KO.get(category, ()) for category, words in _FIX_WORDS.items()}
 
 
 #: Fix words so short that they hide inside other words: these must start a word ("amp" is not the "amp" of

@@ -31,6 +31,7 @@ from torch import nn
 
 from helpers import benchmark as bench
 from helpers.checks.core import CheckFailed, check, solved
+from helpers.i18n import N_, _
 from helpers.speed import count_host_syncs
 
 __all__ = ["check_compile_decision", "check_nan_guard", "check_no_syncs_in_loop", "check_results",
@@ -99,15 +100,18 @@ def _run(train_quietly: Callable[..., Any], case: tuple) -> Any:
 
 def _unpack(result: Any, steps: int) -> tuple[list[float], float]:
     check(isinstance(result, tuple) and len(result) == 2,
-          f"train_quietly returned {type(result).__name__} {result!r:.80}; expected a pair (losses, accuracy).")
+          _("train_quietly returned {kind} {value}; expected a pair (losses, accuracy).").format(
+              kind=type(result).__name__, value=repr(result)[:80]))
     losses, accuracy = result
     check(isinstance(losses, list) and all(type(v) is float for v in losses),
-          f"losses: got {type(losses).__name__} of {sorted({type(v).__name__ for v in losses}) if isinstance(losses, (list, tuple)) else '?'}; "
-          "expected a list of Python floats, one per batch. Read them once, after the loop: "
-          "torch.stack(losses).tolist() gives a list of floats in one host read.")
-    check(len(losses) == steps, f"losses has {len(losses)} values for {steps} batches; expected one per batch.")
-    check(type(accuracy) is float, f"accuracy: got {type(accuracy).__name__}; expected a Python float "
-                                   "(read the tensor once at the end, e.g. with .item()).")
+          _("losses: got {kind} of {items}; expected a list of Python floats, one per batch. Read them once, after "
+            "the loop: torch.stack(losses).tolist() gives a list of floats in one host read.").format(
+              kind=type(losses).__name__,
+              items=sorted({type(v).__name__ for v in losses}) if isinstance(losses, (list, tuple)) else "?"))
+    check(len(losses) == steps, _("losses has {n} values for {steps} batches; expected one per batch.").format(
+        n=len(losses), steps=steps))
+    check(type(accuracy) is float, _("accuracy: got {kind}; expected a Python float (read the tensor once at the end, "
+                                     "e.g. with .item()).").format(kind=type(accuracy).__name__))
     return losses, accuracy
 
 
@@ -118,19 +122,22 @@ def check_results(train_quietly: Callable[..., Any], batches: int, batch: int, l
     want_losses, want_accuracy = noisy_epoch(*ours_case)
     for i, (got, want) in enumerate(zip(losses, want_losses)):
         check(math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-6),
-              f"the loss of batch {i}: got {got:.6f}, expected {want:.6f} (the loss of that batch, computed before "
-              "its optimizer step). Train exactly as the loop above does: zero_grad, forward, loss, backward, step.")
+              _("the loss of batch {i}: got {got:.6f}, expected {want:.6f} (the loss of that batch, computed before "
+                "its optimizer step). Train exactly as the loop above does: zero_grad, forward, loss, backward, "
+                "step.").format(i=i, got=got, want=want))
     if not math.isclose(accuracy, want_accuracy, rel_tol=1e-6, abs_tol=1e-9):  # float32 division is fine
         per_batch = _mean_of_batch_accuracies(make_case(batches, batch, last, seed))
-        hint = (" That is the mean of the per-batch accuracies, which differs here because the last batch is "
-                "smaller: count correct predictions and samples over the whole epoch, then divide once, instead of "
-                "averaging per-batch accuracies." if math.isclose(accuracy, per_batch, rel_tol=1e-6) else "")
-        raise CheckFailed(f"accuracy: got {accuracy:.6f}, expected {want_accuracy:.6f} (correct predictions / samples "
-                          f"over the epoch, predictions taken from the logits before each step).{hint}")
+        hint = (" " + _("That is the mean of the per-batch accuracies, which differs here because the last batch "
+                        "is smaller: count correct predictions and samples over the whole epoch, then divide once, "
+                        "instead of averaging per-batch accuracies.")
+                if math.isclose(accuracy, per_batch, rel_tol=1e-6) else "")
+        raise CheckFailed(_("accuracy: got {got:.6f}, expected {want:.6f} (correct predictions / samples over the "
+                            "epoch, predictions taken from the logits before each step).").format(
+            got=accuracy, want=want_accuracy) + hint)
     for (name, p), q in zip(theirs_case[0].named_parameters(), ours_case[0].parameters()):
         check(torch.allclose(p, q, rtol=1e-4, atol=1e-6),
-              f"after the epoch the model's `{name}` differs from the noisy loop's: every batch must make one "
-              "optimizer step, as in the loop above.")
+              _("after the epoch the model's `{name}` differs from the noisy loop's: every batch must make one "
+                "optimizer step, as in the loop above.").format(name=name))
 
 
 def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: int, batch: int, seed: int) -> None:
@@ -140,24 +147,27 @@ def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: in
         case = make_case(steps, batch, batch, seed)
         with count_host_syncs() as syncs:
             _run(train_quietly, case)
-        check(syncs.intact, "train_quietly removed the check's sync counter while it ran (a Tensor method put back, "
-                            "or the dispatch mode popped), so its host reads cannot be counted: no points.")
+        check(syncs.intact, _("train_quietly removed the check's sync counter while it ran (a Tensor method put "
+                              "back, or the dispatch mode popped), so its host reads cannot be counted: no points."))
         counted[steps] = syncs
     low, high = counted[few].by_place(), counted[many].by_place()
-    growing = [f"{place} ({low.get(place, 0)}x with {few} batches, {n}x with {many})"
-               for place, n in high.items() if n > low.get(place, 0)]
+    growing = [_("{place} ({low}x with {few} batches, {high}x with {many})").format(
+        place=place, low=low.get(place, 0), few=few, high=n, many=many)
+        for place, n in high.items() if n > low.get(place, 0)]
     if growing:
-        raise CheckFailed(
-            "a host sync runs once per batch: " + "; ".join(growing) + ". On a GPU each one makes the CPU wait "
-            "until every queued kernel has finished. Keep the values as tensors in the loop (loss.detach(), a "
-            "running tensor count) and read them once, after the loop; reading a list of tensors one by one "
-            "after the loop is still one read per batch: torch.stack(...).tolist() reads them all at once.")
+        raise CheckFailed(_(
+            "a host sync runs once per batch: {places}. On a GPU each one makes the CPU wait until every queued "
+            "kernel has finished. Keep the values as tensors in the loop (loss.detach(), a running tensor count) and "
+            "read them once, after the loop; reading a list of tensors one by one after the loop is still one read "
+            "per batch: torch.stack(...).tolist() reads them all at once.").format(places="; ".join(growing)))
     check(len(counted[many]) == len(counted[few]),
-          f"the number of host syncs grows with the batches: {len(counted[few])} with {few} batches, "
-          f"{len(counted[many])} with {many} ({counted[many].summary()}).")
+          _("the number of host syncs grows with the batches: {low} with {few} batches, {high} with {many} "
+            "({summary}).").format(low=len(counted[few]), few=few, high=len(counted[many]), many=many,
+                                    summary=counted[many].summary()))
     check(len(counted[many]) <= MAX_SYNCS,
-          f"{len(counted[many])} host syncs after the loop ({counted[many].summary()}); at most {MAX_SYNCS} are "
-          "needed: one for the losses, one for the accuracy, one for the NaN test.")
+          _("{n} host syncs after the loop ({summary}); at most {most} are needed: one for the losses, one for the "
+            "accuracy, one for the NaN test.").format(n=len(counted[many]), summary=counted[many].summary(),
+                                                       most=MAX_SYNCS))
 
 
 def check_nan_guard(train_quietly: Callable[..., Any], batches: int, nan_at: int, seed: int) -> None:
@@ -170,12 +180,13 @@ def check_nan_guard(train_quietly: Callable[..., Any], batches: int, nan_at: int
     except CheckFailed:
         raise
     except Exception as err:  # noqa: BLE001 - the wrong error is the learner's mistake to name
-        raise CheckFailed(f"a NaN loss raised {type(err).__name__}: {err}; expected FloatingPointError, as the loop "
-                          "above raises.") from None
+        raise CheckFailed(_("a NaN loss raised {kind}: {err}; expected FloatingPointError, as the loop above "
+                            "raises.").format(kind=type(err).__name__, err=err)) from None
     got = result[0] if isinstance(result, tuple) and result else result
-    raise CheckFailed(f"batch {nan_at}'s loss is NaN and train_quietly returned {got!r:.100} without raising. Keep the "
-                      "NaN test without a sync per step: test every loss at once after the loop "
-                      "(e.g. torch.isnan(losses).any()) and raise FloatingPointError then.")
+    raise CheckFailed(_("batch {nan_at}'s loss is NaN and train_quietly returned {got} without raising. Keep the NaN "
+                        "test without a sync per step: test every loss at once after the loop (e.g. "
+                        "torch.isnan(losses).any()) and raise FloatingPointError then.").format(
+        nan_at=nan_at, got=repr(got)[:100]))
 
 
 # --------------------------------------------------------------------------- when compiling pays
@@ -216,14 +227,14 @@ def _same(wrong: Any, value: Any) -> bool:
 
 
 _MISTAKES = [
-    ({"average": statistics.fmean}, "the mean was used: one slow call moves a mean; the median of the repeats is what "
-                                    "the chapter's timings report"),
-    ({"tie_pays": True}, "at the step where both totals are equal compiling has not paid yet: the break-even is the "
-                         "first step count whose compiled total is strictly shorter (floor(compile / saving) + 1)"),
-    ({"noise": False}, "the difference is within the noise here: the course's rule (bench.compare) cannot tell the "
-                       "two apart, so `faster` is False and no break-even is claimed"),
-    ({"with_compile": False}, "the compile time was left out: it is paid once, before the first step"),
-    ({"pays_after": True}, "compiling pays from the break-even step on: `pays` is steps >= break_even"),
+    ({"average": statistics.fmean}, N_("the mean was used: one slow call moves a mean; the median of the repeats is what "
+                                    "the chapter's timings report")),
+    ({"tie_pays": True}, N_("at the step where both totals are equal compiling has not paid yet: the break-even is the "
+                         "first step count whose compiled total is strictly shorter (floor(compile / saving) + 1)")),
+    ({"noise": False}, N_("the difference is within the noise here: the course's rule (bench.compare) cannot tell the "
+                       "two apart, so `faster` is False and no break-even is claimed")),
+    ({"with_compile": False}, N_("the compile time was left out: it is paid once, before the first step")),
+    ({"pays_after": True}, N_("compiling pays from the break-even step on: `pays` is steps >= break_even")),
 ]
 
 
@@ -232,13 +243,13 @@ def check_compile_decision(compile_pays: Callable[..., Any], compile_s: float, e
                                                                                            "break_even", "pays")) -> None:
     """compile_pays(...) returns the decision :func:`expected_decision` makes, on ``keys``."""
     got = solved(compile_pays, compile_s, list(eager_s), list(compiled_s), steps)
-    check(isinstance(got, dict), f"compile_pays returned {type(got).__name__}; expected a dict with the keys "
-                                 "saving_s, faster, break_even, pays.")
-    check(set(keys) <= set(got), f"compile_pays returned the keys {sorted(got)}; expected saving_s, faster, "
-                                 "break_even, pays.")
+    check(isinstance(got, dict), _("compile_pays returned {kind}; expected a dict with the keys saving_s, faster, "
+                                   "break_even, pays.").format(kind=type(got).__name__))
+    check(set(keys) <= set(got), _("compile_pays returned the keys {keys}; expected saving_s, faster, break_even, "
+                                   "pays.").format(keys=sorted(got)))
     want = expected_decision(compile_s, eager_s, compiled_s, steps)
-    case = (f"(compile {compile_s:g} s, eager steps {list(eager_s)}, compiled steps {list(compiled_s)}, "
-            f"{steps} steps)")
+    case = _("(compile {compile_s:g} s, eager steps {eager}, compiled steps {compiled}, {steps} steps)").format(
+        compile_s=compile_s, eager=list(eager_s), compiled=list(compiled_s), steps=steps)
     for key in keys:
         value = got[key]
         if key == "saving_s":
@@ -254,5 +265,6 @@ def check_compile_decision(compile_pays: Callable[..., Any], compile_s: float, e
                  if _same(expected_decision(compile_s, eager_s, compiled_s, steps, **change).get(key), value)]
         shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
         expected = f"{want[key]:.6g}" if isinstance(want[key], float) else repr(want[key])
-        likely = " Likely: " + " Or: ".join(f"{why}." for why in named) if named else ""
-        raise CheckFailed(f"{key}: got {shown}, expected {expected} {case}.{likely}")
+        likely = " " + _("Likely:") + " " + (" " + _("Or:") + " ").join(f"{_(why)}." for why in named) if named else ""
+        raise CheckFailed(_("{key}: got {shown}, expected {expected} {case}.").format(
+            key=key, shown=shown, expected=expected, case=case) + likely)

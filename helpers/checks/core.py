@@ -27,6 +27,7 @@ import torch
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.failure import CheckFailed
 from helpers.device import explain_device_error
+from helpers.i18n import _
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HELPERS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -301,8 +302,8 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if err.args:  # torch raises NotImplementedError("...") for real errors; the stub raises it bare
             raise
         raise CheckFailed(
-            f"`{name}` is not written yet: replace `raise NotImplementedError()` in its cell with your "
-            f"code, run that cell, then run this check again."
+            _("`{name}` is not written yet: replace `raise NotImplementedError()` in its cell with your code, run "
+              "that cell, then run this check again.").format(name=name)
         ) from None
     except (RuntimeError, AssertionError) as err:
         if isinstance(err, CheckFailed) or raised_by_learner(err):
@@ -338,4 +339,4 @@ def solved_or(fallback: Callable[..., Any], fn: Callable[..., Any], *args: Any, 
 
 def passed(what: str) -> None:
     """Print the line a learner sees when every check in a cell passed."""
-    print(f"\u2714 {what}: all checks passed.")
+    print("\u2714 " + _("{what}: all checks passed.").format(what=_(what)))

@@ -1,0 +1,320 @@
+"""The Korean edition's text: one gettext catalog per chapter, one entry per markdown cell, keyed by the cell's id.
+
+``solutions/`` stays the only place a chapter's code, checks and English text are edited. The Korean text of
+chapter ``NN_topic`` lives in ``translations/ko/NN_topic.po``: each entry's context (``msgctxt``) is the id
+of one markdown cell, its ``msgid`` that cell's English source, its ``msgstr`` the Korean. Catalogs are
+read and written with Babel (``babel.messages``), the library Jinja, Flask and Sphinx translate with.
+
+* :func:`update` brings a catalog in step with the English: a new cell gets an empty entry; a cell whose
+  English changed keeps its Korean but is marked **fuzzy**, with the old English kept as ``#| msgid`` so a
+  translator sees what changed; a cell that is gone is dropped.
+* :func:`problems` lists what keeps a catalog from being used: untranslated entries, fuzzy ones, entries
+  whose English is not the notebook's any more, and inline code (`` `...` ``) that the Korean lost. The
+  suite fails on any (``tests/test_translation.py``), so an English edit fails CI until its Korean entry is
+  updated: a reader never gets Korean that says something the English no longer says.
+* :func:`korean_notebook` builds the Korean instructor notebook from the English one and the catalog:
+  markdown replaced, code cells unchanged, one tagged setting cell after the opening cell that selects the
+  language for the helpers' messages (:data:`SETTING_CELL`). Where an entry cannot be used (only while a
+  translator works: CI refuses it) the English cell stays and says so in Korean, visibly.
+
+Usage: ``python -m course_tools translate update|build|check [CHAPTER...]``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from datetime import datetime, timezone
+from collections.abc import Iterable
+from pathlib import Path
+
+import nbformat
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po, write_po
+
+__all__ = ["LANGUAGE", "SETTING_CELL", "SETTING_TAG", "catalog_path", "edition_root", "korean_notebook", "load", "problems",
+           "save", "update"]
+
+LANGUAGE = "ko"
+SETTING_TAG = "language"
+SETTING_CELL = ('# 이 판(edition)의 언어: 도우미(helpers)의 메시지, 검사 결과, 그래프가 한국어로 나옵니다.\n'
+                'from helpers import i18n\n\ni18n.use("ko")')
+FALLBACK_NOTE = ("> **아직 번역되지 않은 셀입니다** (영어 원문이 바뀌었거나 번역이 없습니다). "
+                 "아래는 영어 원문입니다.\n\n")
+_CODE_SPAN = re.compile(r"`[^`]+`")  # a code span may run over a line break, as in Markdown
+_FENCED = re.compile(r"```.*?```", re.S)
+
+
+def edition_root(root: Path, language: str = LANGUAGE) -> Path:
+    """The Korean edition's own course folder (``ko/``): its nbgrader_config.py, solutions/ and notebooks/.
+
+    One course folder per edition, because nbgrader scores a notebook missing from an assignment 0: a Korean
+    class submits ``ko/notebooks/NN/NN.ipynb`` into the Korean course, with the same grade ids and points."""
+    return root / language
+
+
+def catalog_path(root: Path, chapter: str, language: str = LANGUAGE) -> Path:
+    return root / "translations" / language / f"{chapter}.po"
+
+
+def markdown_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "markdown"]
+
+
+def load(path: Path) -> Catalog:
+    with path.open("rb") as f:
+        return read_po(f, locale=LANGUAGE)
+
+
+def save(catalog: Catalog, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        write_po(f, catalog, width=0, include_previous=True, sort_output=False, omit_header=False)
+
+
+def update(chapter: str, nb: nbformat.NotebookNode, old: Catalog | None) -> Catalog:
+    """The catalog for ``nb``'s markdown cells, carrying over ``old``'s Korean (fuzzy where the English moved)."""
+    previous = {m.context: m for m in old if m.id and m.context} if old is not None else {}
+    # the dates of the first update, kept: an update that changes no text changes no byte
+    created = old.creation_date if old is not None else datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    catalog = Catalog(locale=LANGUAGE, project=f"gpu-pytorch-course {chapter}", version="1", fuzzy=False,
+                      creation_date=created, revision_date=created,
+                      msgid_bugs_address="", last_translator="", language_team="",
+                      header_comment=f"# Korean text of chapter {chapter}: one entry per markdown cell, keyed by its "
+                                     "id.\n# Edit msgstr only; `python -m course_tools translate update` writes the "
+                                     "rest.")
+    for cell in markdown_cells(nb):
+        before = previous.get(cell.id)
+        string, flags, previous_id = "", (), ()
+        if before is not None and before.string:
+            string = before.string
+            if before.id != cell.source:
+                flags, previous_id = ("fuzzy",), (before.previous_id or (before.id,))[0]
+            elif before.fuzzy:
+                flags, previous_id = ("fuzzy",), before.previous_id[0] if before.previous_id else ()
+        catalog.add(cell.source, string, context=cell.id, flags=flags,
+                    previous_id=previous_id if previous_id else ())
+    return catalog
+
+
+def lost_code(english: str, korean: str) -> list[str]:
+    """Code of the English (inline spans, fenced blocks) that the Korean does not contain: code stays as it is.
+
+    Spaces and line breaks count as one space on both sides: a translator may wrap a line elsewhere."""
+    flat = " ".join(korean.split())
+    inline = _FENCED.sub(" ", english)  # a fenced block's backticks are not code spans (the block stays whole anyway)
+    spans = dict.fromkeys(" ".join(span.split()) for span in _FENCED.findall(english) + _CODE_SPAN.findall(inline))
+    return [span for span in spans if span not in flat]
+
+
+def glossary(root: Path, language: str = LANGUAGE) -> dict[str, str]:
+    """English term -> Korean term, from ``translations/<language>/glossary.tsv`` (``#`` lines are comments)."""
+    terms = {}
+    for line in (root / "translations" / language / "glossary.tsv").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            english, korean, *_ = line.split("\t")
+            terms[english.strip()] = korean.strip()
+    return terms
+
+
+def _prose(markdown: str) -> str:
+    """The text outside code spans, code blocks and link targets: where a glossary term is a word, not code."""
+    markdown = _FENCED.sub(" ", markdown)
+    markdown = _CODE_SPAN.sub(" ", markdown)
+    return re.sub(r"\]\([^)]*\)", "] ", markdown)
+
+
+def glossary_misses(english: str, korean: str, terms: dict[str, str]) -> list[str]:
+    """Glossary terms the English prose uses whose Korean term the translation lacks ("device -> 장치")."""
+    prose = _prose(english).lower()
+    return [f"{en} -> {ko}" for en, ko in terms.items()
+            if re.search(rf"\b{re.escape(en.lower())}(?:s|es)?\b", prose) and ko not in korean]
+
+
+def problems(catalog: Catalog, nb: nbformat.NotebookNode, terms: dict[str, str] | None = None) -> list[str]:
+    """Every reason the catalog cannot stand for ``nb``'s English, one line each (empty: usable)."""
+    found = []
+    entries = {m.context: m for m in catalog if m.id}
+    for cell in markdown_cells(nb):
+        m = entries.pop(cell.id, None)
+        if m is None:
+            found.append(f"cell {cell.id}: no entry (run `python -m course_tools translate update`)")
+        elif m.id != cell.source:
+            found.append(f"cell {cell.id}: the English changed since the catalog was updated "
+                         "(run `python -m course_tools translate update`, then translate the fuzzy entry)")
+        elif not m.string:
+            found.append(f"cell {cell.id}: not translated")
+        elif m.fuzzy:
+            found.append(f"cell {cell.id}: fuzzy (the English changed: check the Korean against it, then remove "
+                         "the fuzzy flag)")
+        else:
+            lost = lost_code(m.id, m.string)
+            if lost:
+                found.append(f"cell {cell.id}: the Korean lost inline code {', '.join(lost[:4])}")
+            misses = glossary_misses(m.id, m.string, terms or {})
+            if misses:
+                found.append(f"cell {cell.id}: glossary terms not used: {'; '.join(misses)}")
+    found += [f"entry {ctx}: no such markdown cell any more" for ctx in entries]
+    return found
+
+
+def usable(catalog: Catalog) -> dict[str, str]:
+    """cell id -> Korean, for the entries that are translated, not fuzzy, and keep every inline code span."""
+    return {m.context: m.string for m in catalog
+            if m.id and m.context and m.string and not m.fuzzy and not lost_code(m.id, m.string)}
+
+
+def korean_notebook(nb: nbformat.NotebookNode, catalog: Catalog) -> nbformat.NotebookNode:
+    """The Korean instructor notebook: markdown from the catalog, code unchanged, the setting cell inserted."""
+    korean = copy.deepcopy(nb)
+    text = {m.context: m for m in catalog if m.id}
+    good = usable(catalog)
+    for cell in markdown_cells(korean):
+        m = text.get(cell.id)
+        if cell.id in good and m is not None and m.id == cell.source:
+            cell.source = good[cell.id]
+        else:
+            cell.source = FALLBACK_NOTE + cell.source
+    setting = nbformat.v4.new_code_cell(SETTING_CELL, id="ko-language")
+    setting.metadata["tags"] = [SETTING_TAG]
+    opening = next(i for i, c in enumerate(korean.cells)
+                   if c.cell_type == "code" and "colab" not in c.metadata.get("tags", []))
+    korean.cells.insert(opening + 1, setting)
+    korean.metadata["language_info"] = {**korean.metadata.get("language_info", {}), "name": "python"}
+    korean.metadata["course_edition"] = LANGUAGE
+    return korean
+
+
+def chapters(root: Path) -> list[str]:
+    return sorted(p.parent.name for p in (root / "solutions").glob("*/*.ipynb") if p.parent.name == p.stem)
+
+
+def run(command: str, root: Path, only: Iterable[str] = ()) -> int:
+    """``update``: catalogs in step with the English; ``build``: the Korean notebooks; ``check``: problems."""
+    status = 0
+    only = list(only)
+    if not only or "helpers" in only:  # the helpers' messages belong to every chapter ("helpers": only them)
+        if command == "update":
+            update_messages(root)
+            print(f"updated {messages_path(root).relative_to(root)}")
+        elif command == "build":
+            print(f"compiled {compile_messages(root).relative_to(root)}")
+        elif command == "check":
+            found = message_problems(load(messages_path(root)), extract_messages(root))
+            for line in found:
+                print(f"helpers: {line}")
+            status |= bool(found)
+    for chapter in [c for c in only if c != "helpers"] if only else chapters(root):
+        nb = nbformat.read(root / "solutions" / chapter / f"{chapter}.ipynb", as_version=4)
+        path = catalog_path(root, chapter)
+        old = load(path) if path.exists() else None
+        if command == "update":
+            save(update(chapter, nb, old), path)
+            print(f"updated {path.relative_to(root)}")
+        elif command == "build":
+            out = edition_root(root) / "solutions" / chapter / f"{chapter}.ipynb"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(korean_notebook(nb, old or Catalog(locale=LANGUAGE)), out)
+            print(f"built {out.relative_to(root)}")
+        elif command == "check":
+            found = problems(old, nb, glossary(root)) if old is not None else [f"{path.relative_to(root)}: no catalog"]
+            for line in found:
+                print(f"{chapter}: {line}")
+            status |= bool(found)
+        else:
+            raise ValueError(f"unknown command {command!r}: update, build or check")
+    return status
+
+
+# --------------------------------------------------------------------------- the helpers' own messages
+
+
+def messages_path(root: Path, language: str = LANGUAGE) -> Path:
+    return root / "translations" / language / "helpers.po"
+
+
+def mo_path(root: Path, language: str = LANGUAGE) -> Path:
+    return root / "helpers" / "locale" / language / "LC_MESSAGES" / "helpers.mo"
+
+
+def extract_messages(root: Path) -> Catalog:
+    """Every string the helpers pass to ``i18n._``, with where it is (Babel's Python extractor)."""
+    from babel.messages.extract import extract_from_dir
+
+    template = Catalog(locale=LANGUAGE, project="gpu-pytorch-course helpers", version="1")
+    for filename, lineno, message, comments, context in extract_from_dir(
+            str(root / "helpers"), method_map=[("**.py", "python")], keywords={"_": None, "N_": None},
+            comment_tags=("Translators:",)):
+        template.add(message, None, [(f"helpers/{filename}", lineno)], auto_comments=comments, context=context)
+    # what grade cells hand to passed("..."): the line a learner sees under a check, translated by passed()
+    import io
+
+    from babel.messages.extract import extract
+
+    for chapter in chapters(root):
+        nb = nbformat.read(root / "solutions" / chapter / f"{chapter}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "passed(" in cell.source:
+                for lineno, message, comments, context in extract(
+                        "python", io.BytesIO(cell.source.encode()), keywords={"passed": None}):
+                    template.add(message, None, [(f"solutions/{chapter} cell {cell.id}", lineno)])
+    return template
+
+
+def update_messages(root: Path) -> Catalog:
+    """``helpers.po`` in step with the helpers' code: Babel's update marks a changed message fuzzy."""
+    path = messages_path(root)
+    template = extract_messages(root)
+    if path.exists():
+        catalog = load(path)
+        catalog.update(template, update_creation_date=False)
+        catalog.obsolete.clear()  # a message the code no longer has is not kept
+    else:
+        catalog = Catalog(locale=LANGUAGE, project="gpu-pytorch-course helpers", version="1",
+                          creation_date=datetime.now(timezone.utc).replace(second=0, microsecond=0))
+        catalog.update(template)
+    catalog.revision_date = catalog.creation_date
+    save(catalog, path)
+    return catalog
+
+
+def placeholders(text: str) -> set[str]:
+    """The ``{name}`` fields of a ``str.format`` message (``{{`` is a literal brace, not a field)."""
+    import string
+
+    try:
+        return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+    except ValueError:
+        return {"<unbalanced braces>"}
+
+
+def message_problems(catalog: Catalog, template: Catalog) -> list[str]:
+    """Why ``helpers.po`` cannot be compiled as it is: messages missing, untranslated, fuzzy, placeholders changed."""
+    found = []
+    have = {m.id: m for m in catalog if m.id}
+    for m in template:
+        if not m.id:
+            continue
+        t = have.get(m.id)
+        where = ", ".join(f"{f}:{n}" for f, n in m.locations[:1])
+        if t is None:
+            found.append(f"{where}: {m.id[:60]!r} has no entry (run `python -m course_tools translate update`)")
+        elif not t.string:
+            found.append(f"{where}: {m.id[:60]!r} is not translated")
+        elif t.fuzzy:
+            found.append(f"{where}: {m.id[:60]!r} is fuzzy (the English changed)")
+        elif placeholders(m.id) != placeholders(t.string):
+            found.append(f"{where}: {m.id[:60]!r}: placeholders {sorted(placeholders(m.id))} became "
+                         f"{sorted(placeholders(t.string))}")
+    return found
+
+
+def compile_messages(root: Path) -> Path:
+    """``helpers.po`` -> ``helpers/locale/ko/LC_MESSAGES/helpers.mo`` (fuzzy entries left out: English shows)."""
+    from babel.messages.mofile import write_mo
+
+    out = mo_path(root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("wb") as f:
+        write_mo(f, load(messages_path(root)), use_fuzzy=False)
+    return out

@@ -1,0 +1,96 @@
+"""The language the helpers speak: English, or Korean in the Korean edition.
+
+Messages a learner reads (a check's verdict, a helper's printed conclusion, a plot's labels) are written in
+English in the code and pass through :func:`_`, which looks them up in a gettext catalog (the standard
+library's ``gettext``; the catalogs are ``translations/ko/helpers.po``, compiled into
+``helpers/locale/ko/LC_MESSAGES/helpers.mo`` by ``python -m course_tools translate build``). English is the
+fallback: a message without a Korean entry is shown in English, never dropped.
+
+Which language: the one the Korean edition's setting cell chose (``i18n.use("ko")``), else the
+``COURSE_LANG`` environment variable, else the usual locale variables (``LANGUAGE``, ``LC_ALL``,
+``LC_MESSAGES``, ``LANG``), else English. A message with placeholders is written
+``_("{n} host syncs").format(n=n)``: the placeholders survive translation (a test compares them).
+
+Korean text in a plot needs a font with Hangul: :func:`use` registers NanumGothic, which the
+``koreanize-matplotlib`` package ships inside the package itself, so it works wherever pip works (Linux,
+macOS, Windows, Colab) without a system font. Ground floor: standard library only, matplotlib imported
+only when Korean is chosen.
+"""
+
+from __future__ import annotations
+
+import gettext
+import os
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["LANGUAGES", "N_", "_", "current", "use"]
+
+#: the languages the course has catalogs for; anything else is English
+LANGUAGES = ("en", "ko")
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+_chosen: str | None = None
+
+
+def _from_locale(value: str | None) -> str | None:
+    """``"ko_KR.UTF-8"`` -> ``"ko"``; a list such as ``LANGUAGE="ko:en"`` gives its first known language."""
+    for part in (value or "").split(":"):
+        code = part.split(".")[0].split("_")[0].split("-")[0].lower()
+        if code in LANGUAGES:
+            return code
+    return None
+
+
+def current() -> str:
+    """The language messages are shown in now (see the module's docstring for the order it is chosen in)."""
+    if _chosen is not None:
+        return _chosen
+    for variable in ("COURSE_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        found = _from_locale(os.environ.get(variable))
+        if found:
+            return found
+    return "en"
+
+
+def use(language: str) -> str:
+    """Show the helpers' messages in ``language`` ("ko" or "en") from now on; returns it.
+
+    The Korean edition's setting cell calls ``use("ko")``. With Korean, plots get a Hangul font.
+    """
+    global _chosen
+    code = _from_locale(language)
+    if code is None:
+        raise ValueError(f"no messages in {language!r}: the course speaks {', '.join(LANGUAGES)}")
+    _chosen = code
+    if code == "ko":
+        _hangul_font()
+    return code
+
+
+def _hangul_font() -> None:
+    """NanumGothic for matplotlib, from koreanize-matplotlib, with DejaVu Sans behind it for the glyphs Nanum
+    lacks (µ, the minus sign): matplotlib falls back glyph by glyph through the family list."""
+    try:
+        import koreanize_matplotlib  # noqa: F401 - registers NanumGothic (bundled) with matplotlib's fonts
+    except ImportError:  # an environment without it (pyproject.toml requires it): English labels stay readable
+        return
+    import matplotlib
+
+    matplotlib.rcParams["font.family"] = ["NanumGothic", "DejaVu Sans"]
+
+
+@lru_cache(maxsize=None)
+def _catalog(language: str) -> gettext.NullTranslations:
+    return gettext.translation("helpers", localedir=str(LOCALE_DIR), languages=[language], fallback=True)
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` for translation where it is defined (a table of texts) and return it unchanged: it is
+    translated where it is shown, with :func:`_`, in the language chosen by then."""
+    return message
+
+
+def _(message: str) -> str:
+    """``message`` in the current language (English when it has no translation)."""
+    language = current()
+    return message if language == "en" else _catalog(language).gettext(message)
