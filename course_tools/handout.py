@@ -3,7 +3,8 @@
 Cloning the repository hands a learner ``solutions/`` (every answer, every hidden test) and
 ``tests/submissions/``. The student edition is a folder, and a zip of it beside it, holding:
 
-- ``notebooks/``: the released learner notebooks (generated from ``solutions/`` by nbgrader);
+- ``notebooks/``: the released learner notebooks (generated from ``solutions/`` by nbgrader), and
+  ``ko/notebooks/``, the Korean edition's (released from ``ko/solutions/``, README.ko.md);
 - ``helpers/``, whole: the teaching modules and ``helpers/checks/``, which the grade cells import (they
   hold verdicts, never hidden cases). Nothing is stripped: the instructor's tooling is a package of its
   own, ``course_tools/``, which the edition simply does not copy;
@@ -33,11 +34,12 @@ from course_tools.grading.hidden import Finding, scan, secret_lines
 
 __all__ = ["COPIED", "FORBIDDEN", "Edition", "HandoutError", "build", "forbidden_paths"]
 
-#: folders copied whole from the course repository
-COPIED = ("notebooks", "helpers", "results")
+#: folders copied whole from the course repository (ko/notebooks: the Korean edition's learner notebooks, which
+#: `make lab COURSE_LANG=ko` opens; .jupyter/korean: JupyterLab's menus in Korean for them)
+COPIED = ("notebooks", "helpers", "results", "ko/notebooks", ".jupyter/korean")
 #: files copied from the course repository: (source, name in the edition)
 FILES = (("pyproject.toml", "pyproject.toml"), ("environment.yml", "environment.yml"), ("learner.mk", "Makefile"),
-         ("edition/README.md", "README.md"), ("edition/.gitignore", ".gitignore"))
+         ("edition/README.md", "README.md"), ("edition/README.ko.md", "README.ko.md"), ("edition/.gitignore", ".gitignore"))
 #: names that never ship, at any depth (instructor data and tooling, caches, environments)
 FORBIDDEN = {".git", "solutions", "tests", "course_tools", "gradebook.db", "submitted", "autograded", "feedback",
              "downloaded", "nbgrader_config.py", "__pycache__", ".venv", ".ipynb_checkpoints", "outcomes.json"}
@@ -106,7 +108,7 @@ def _check(staging: Path, secrets: list[str]) -> None:
 
 def _target(root: Path, out: Path) -> Path:
     out = Path(out).expanduser().resolve()
-    if any(out == root / n or (root / n) in out.parents for n in (*COPIED, "solutions", "tests")):
+    if any(out == root / n or (root / n) in out.parents for n in (*COPIED, "ko", "solutions", "tests")):
         raise HandoutError(f"{out} is inside a folder the edition is made from; choose a folder elsewhere")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise HandoutError(f"{out} exists and is not an earlier student edition; choose a new or empty folder")

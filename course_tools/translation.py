@@ -246,19 +246,45 @@ def extract_messages(root: Path) -> Catalog:
             str(root / "helpers"), method_map=[("**.py", "python")], keywords={"_": None, "N_": None},
             comment_tags=("Translators:",)):
         template.add(message, None, [(f"helpers/{filename}", lineno)], auto_comments=comments, context=context)
-    # what grade cells hand to passed("..."): the line a learner sees under a check, translated by passed()
-    import io
-
-    from babel.messages.extract import extract
-
     for chapter in chapters(root):
         nb = nbformat.read(root / "solutions" / chapter / f"{chapter}.ipynb", as_version=4)
         for cell in nb.cells:
-            if cell.cell_type == "code" and "passed(" in cell.source:
-                for lineno, message, comments, context in extract(
-                        "python", io.BytesIO(cell.source.encode()), keywords={"passed": None}):
+            if cell.cell_type == "code":
+                for lineno, message in notebook_messages(cell.source):
                     template.add(message, None, [(f"solutions/{chapter} cell {cell.id}", lineno)])
     return template
+
+
+#: English that notebook code hands to a helper which shows it through ``_()``: the title under a passed check,
+#: the role ``describe_leader`` names, the titles and axis labels the course's plot functions draw
+_NOTEBOOK_POSITIONAL = {"passed": 0, "describe_leader": 1}
+_NOTEBOOK_KEYWORDS = ("title", "xlabel", "ylabel")
+
+
+def notebook_messages(source: str) -> list[tuple[int, str]]:
+    """(line, English) of each string literal a code cell passes where a helper translates it."""
+    import ast
+
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+        index = _NOTEBOOK_POSITIONAL.get(name)
+        if index is not None and len(node.args) > index and isinstance(node.args[index], ast.Constant) \
+                and isinstance(node.args[index].value, str):
+            found.append((node.lineno, node.args[index].value))
+        if owner == "plots":
+            found += [(node.lineno, k.value.value) for k in node.keywords
+                      if k.arg in _NOTEBOOK_KEYWORDS and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)]
+    return found
 
 
 def update_messages(root: Path) -> Catalog:

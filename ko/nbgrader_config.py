@@ -18,5 +18,8 @@ with open(_english, encoding="utf-8") as _f:
 # its own exchange course id, so a Korean and an English class on one machine never fetch each other's work
 if not os.environ.get("COURSE_ID", "").strip():
     c.CourseDirectory.course_id = c.CourseDirectory.course_id + "-ko"
+# the checks speak Korean in this course's grading processes too: the kernel runs the notebook's setting cell, and
+# the verdict worker (which never runs learner cells) reads COURSE_LANG, which the sandbox passes on
+os.environ["COURSE_LANG"] = "ko"
 # the stub a learner sees where the solution was, in both languages
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE (여기에 코드를 작성하세요)\nraise NotImplementedError()"}

@@ -29,6 +29,9 @@ def test_the_edition_holds_the_notebooks_the_checks_and_its_own_setup(edition):
     folder = edition.folder
     for chapter in chapters():
         assert (folder / "notebooks" / chapter / f"{chapter}.ipynb").is_file(), chapter
+        assert (folder / "ko" / "notebooks" / chapter / f"{chapter}.ipynb").is_file(), f"{chapter}, 한국어판"
+    assert "COURSE_LANG=ko" in (folder / "README.ko.md").read_text() and not (folder / "ko" / "solutions").exists()
+    assert (folder / ".jupyter" / "korean" / "labconfig" / "default_setting_overrides.json").is_file()
     shipped = {p.relative_to(folder / "helpers") for p in (folder / "helpers").rglob("*.py")}
     assert shipped == {p.relative_to(ROOT / "helpers") for p in (ROOT / "helpers").rglob("*.py")}, "helpers/ ships whole"
     assert not (folder / "course_tools").exists()

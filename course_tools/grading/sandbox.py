@@ -41,7 +41,9 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "ns
              "hosts", "host.conf", "mime.types")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: Environment variables passed into the sandbox (everything else is cleared: tokens, paths to course data).
-KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
+# COURSE_LANG and the locale variables choose the language of the checks' messages (helpers/i18n.py): the Korean
+# course's config sets COURSE_LANG=ko, so its learners' feedback is Korean
+KEPT_ENV = ("COURSE_LANG", "LANGUAGE", "LC_MESSAGES", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
             "NVIDIA_VISIBLE_DEVICES", "PYTHONHASHSEED", "PYTHONWARNINGS", "MPLBACKEND")
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`), "
                 "or, only on a machine where every submission is trusted, turn the sandbox off with "
