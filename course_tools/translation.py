@@ -257,7 +257,7 @@ def extract_messages(root: Path) -> Catalog:
 
 #: English that notebook code hands to a helper which shows it through ``_()``: the title under a passed check,
 #: the role ``describe_leader`` names, the titles and axis labels the course's plot functions draw
-_NOTEBOOK_POSITIONAL = {"passed": 0, "describe_leader": 1}
+_NOTEBOOK_POSITIONAL = {"passed": 0, "describe_leader": 1, "stamp": 1}
 _NOTEBOOK_KEYWORDS = ("title", "xlabel", "ylabel")
 
 

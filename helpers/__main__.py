@@ -1,19 +1,26 @@
-"""The course from a terminal, for a learner: ``python -m helpers COMMAND``.
+"""The course from a terminal, for a learner: ``python -m helpers COMMAND`` (:data:`USAGE` lists the commands).
 
-    env        what this machine offers the course (also the install smoke test)
-    bench      matrix-product throughput on every device this machine has (chapter 01's sweep)
-    bench --vs-timer [ROUNDS]   the course timer against torch.utils.benchmark.Timer (1024x1024)
-
-The instructor's and maintainer's commands (release, grade, feedback, export, override, handout, colab,
-gpu-check, gpu-wheelhouse) are ``python -m course_tools COMMAND``, in the full repository.
+The usage lives in :data:`USAGE` rather than in this docstring so that it goes through ``_``: the Korean
+edition's learner reads it in Korean.
 """
 
 from __future__ import annotations
 
 import sys
 
-BENCH_USAGE = """usage: python -m helpers bench [SIZE ...]          matrix-product sweep on every device (default sizes 64 ... 2048)
-       python -m helpers bench --vs-timer [ROUNDS]  the course timer against torch.utils.benchmark.Timer"""
+from helpers.i18n import N_, _
+
+USAGE = N_("""The course from a terminal, for a learner: ``python -m helpers COMMAND``.
+
+    env        what this machine offers the course (also the install smoke test)
+    bench      matrix-product throughput on every device this machine has (chapter 01's sweep)
+    bench --vs-timer [ROUNDS]   the course timer against torch.utils.benchmark.Timer (1024x1024)
+
+The instructor's and maintainer's commands (release, grade, feedback, export, override, handout, colab,
+gpu-check, gpu-wheelhouse) are ``python -m course_tools COMMAND``, in the full repository.""")
+
+BENCH_USAGE = N_("""usage: python -m helpers bench [SIZE ...]          matrix-product sweep on every device (default sizes 64 ... 2048)
+       python -m helpers bench --vs-timer [ROUNDS]  the course timer against torch.utils.benchmark.Timer""")
 
 
 def bench(args: list[str]) -> int:
@@ -28,18 +35,22 @@ def bench(args: list[str]) -> int:
 
         rounds = int(args[1]) if len(args) > 1 else 5
         table = compare_with_torch_timer(rounds=rounds)
-        print(f"1024x1024 float32 matrix product on the CPU, {table[0]['num_threads']} threads, torch {torch.__version__}")
+        print(_("1024x1024 float32 matrix product on the CPU, {threads} threads, torch {version}").format(
+            threads=table[0]["num_threads"], version=torch.__version__))
         for row in table:
-            print(f"round {row['round']}: Timer.blocked_autorange {format_seconds(row['torch_timer'])}, "
-                  f"time_callable {format_seconds(row['time_callable'])}, difference {row['difference']:+.2%}")
+            print(_("round {round}: Timer.blocked_autorange {timer}, time_callable {ours}, difference "
+                    "{difference:+.2%}").format(round=row["round"], timer=format_seconds(row["torch_timer"]),
+                                                ours=format_seconds(row["time_callable"]),
+                                                difference=row["difference"]))
         return 0
     if args[:1] in (["--help"], ["-h"]):
-        print(BENCH_USAGE)
+        print(_(BENCH_USAGE))
         return 0
     try:
         sizes = [int(a) for a in args] or [64, 128, 256, 512, 1024, 2048]
     except ValueError:
-        print(f"error: sizes must be whole numbers, got {' '.join(args)!r}\n\n{BENCH_USAGE}", file=sys.stderr)
+        print(_("error: sizes must be whole numbers, got {sizes!r}").format(sizes=" ".join(args)) + "\n\n"
+              + _(BENCH_USAGE), file=sys.stderr)
         return 2
 
     def make(n: int, device: torch.device):
@@ -48,8 +59,9 @@ def bench(args: list[str]) -> int:
         return lambda: a @ b
 
     report = describe_machine()
-    print(f"matrix product, float32; torch {report.torch_version} ({report.build}), {report.cpu_model}, "
-          f"{report.torch_threads} CPU threads" + "".join(f"; GPU {g.index}: {g.name}" for g in report.gpus))
+    gpus = "".join(f"; GPU {g.index}: {g.name}" for g in report.gpus)
+    print(_("matrix product, float32; torch {version} ({build}), {cpu}, {threads} CPU threads").format(
+        version=report.torch_version, build=report.build, cpu=report.cpu_model, threads=report.torch_threads) + gpus)
     print(sweep(make, sizes, work=matmul_work, label="matmul"))
     return 0
 
@@ -64,12 +76,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             print(format_report())
         except DeviceUnavailableError as err:  # pragma: no cover - format_report guards this itself
-            print(f"error: {err}", file=sys.stderr)
+            print(_("error: {error}").format(error=err), file=sys.stderr)
             return 2
         return 0
     if command == "bench":
         return bench(argv[1:])
-    print(__doc__.strip())
+    print(_(USAGE))
     return 0 if command in ("help", "-h", "--help") else 2
 
 

@@ -22,6 +22,7 @@ from torch import nn
 
 from helpers import benchmark, memory
 from helpers import device as dev
+from helpers.i18n import _
 from helpers.models import set_seed
 
 __all__ = [
@@ -94,7 +95,7 @@ def low_precision_units(device: str | torch.device) -> dict[str, bool | None]:
     """
     device = torch.device(device)
     if device.type == "cuda":
-        major, _ = torch.cuda.get_device_capability(device)
+        major = torch.cuda.get_device_capability(device)[0]  # not `major, _ =`: that would shadow _()
         return {"fp16 tensor cores": major >= 7, "bf16 tensor cores": _native_bf16(device),
                 "tf32 tensor cores": major >= 8}
     if device.type == "cpu":
@@ -143,45 +144,47 @@ def amp_plan(device: str | torch.device) -> AmpPlan:
     if device.type == "cuda":
         major, minor = torch.cuda.get_device_capability(device)
         if dtype == torch.bfloat16:
-            return AmpPlan("cuda", dtype, False,
-                           f"this GPU (compute capability {major}.{minor}) multiplies bf16 natively (8.0 or newer)")
-        cores = ("fp16 on its tensor cores" if major >= 7 else
-                 "fp16 (it has no tensor cores, below 7.0: expect little speed-up)")
-        return AmpPlan("cuda", dtype, True, f"this GPU (compute capability {major}.{minor}) has no native bf16 "
-                                            f"(torch would emulate it, slowly; native from 8.0): {cores}, "
-                                            f"with loss scaling")
+            return AmpPlan("cuda", dtype, False, _("this GPU (compute capability {major}.{minor}) multiplies bf16 "
+                                                   "natively (8.0 or newer)").format(major=major, minor=minor))
+        cores = (_("fp16 on its tensor cores") if major >= 7 else
+                 _("fp16 (it has no tensor cores, below 7.0: expect little speed-up)"))
+        return AmpPlan("cuda", dtype, True, _("this GPU (compute capability {major}.{minor}) has no native bf16 (torch "
+                                              "would emulate it, slowly; native from 8.0): {cores}, with loss "
+                                              "scaling").format(major=major, minor=minor, cores=cores))
     if device.type == "mps":
-        return AmpPlan("mps", dtype, True, "fp16 is what every Apple GPU runs natively; it needs loss scaling")
+        return AmpPlan("mps", dtype, True, _("fp16 is what every Apple GPU runs natively; it needs loss scaling"))
     units = low_precision_units(device)
     if units.get("AMX (bf16 matrix tiles)"):
-        note = "this CPU has AMX bf16 matrix units, so bf16 can beat fp32"
+        note = _("this CPU has AMX bf16 matrix units, so bf16 can beat fp32")
     elif units.get("AVX512-BF16 (bf16 dot products)") or units.get("BF16 instructions (Arm bf16 dot products)"):
-        note = "this CPU has bf16 dot products but no bf16 matrix units: do not expect a speed-up"
+        note = _("this CPU has bf16 dot products but no bf16 matrix units: do not expect a speed-up")
     else:
-        note = "this CPU has no bf16 matrix units: bf16 is converted in software, expect it to be slower"
-    return AmpPlan(device.type, dtype, False, f"CPU autocast runs bf16, which needs no scaler; {note}")
+        note = _("this CPU has no bf16 matrix units: bf16 is converted in software, expect it to be slower")
+    return AmpPlan(device.type, dtype, False,
+                   _("CPU autocast runs bf16, which needs no scaler; {note}").format(note=note))
 
 
 def _cpu_slower(dtype: torch.dtype, units: dict[str, bool | None]) -> str:
     """Why a CPU autocast step measured slower than fp32, from the features this CPU reports."""
     if dtype == torch.float16:
         if units.get("AMX-FP16"):
-            return ("even with AMX-FP16 tiles, the casts and per-operation overheads cost more at this size than "
-                    "the tiles save")
+            return _("even with AMX-FP16 tiles, the casts and per-operation overheads cost more at this size than "
+                     "the tiles save")
         if units.get("AVX512-FP16 (fp16 vector arithmetic)"):
-            return ("this CPU has AVX512-FP16 vector arithmetic but no fp16 matrix tiles (AMX-FP16), so fp16 products "
-                    "gain little over the tuned fp32 kernels, and autocast adds a cast of every input and weight on top")
-        return ("this CPU has no fp16 arithmetic (neither AMX-FP16 nor AVX512-FP16), so fp16 products are converted "
-                "in software")
+            return _("this CPU has AVX512-FP16 vector arithmetic but no fp16 matrix tiles (AMX-FP16), so fp16 "
+                     "products gain little over the tuned fp32 kernels, and autocast adds a cast of every input and "
+                     "weight on top")
+        return _("this CPU has no fp16 arithmetic (neither AMX-FP16 nor AVX512-FP16), so fp16 products are converted "
+                 "in software")
     if units.get("AMX (bf16 matrix tiles)"):
-        return ("even with AMX bf16 tiles, the casts and per-operation overheads cost more at this size than the "
-                "tiles save")
+        return _("even with AMX bf16 tiles, the casts and per-operation overheads cost more at this size than the "
+                 "tiles save")
     instructions = [units[k] for k in _BF16_INSTRUCTIONS if k in units]
     if units.get("AMX (bf16 matrix tiles)") is False and instructions and all(v is False for v in instructions):
-        return ("this CPU has no bf16 instructions (no AMX tiles, no bf16 dot products), so bf16 is emulated here: "
-                "every bf16 product is converted to fp32 in software")
-    return ("without AMX matrix tiles, bf16 matrix products are no faster than the tuned fp32 kernels, and autocast "
-            "adds a cast of every input and weight on top")
+        return _("this CPU has no bf16 instructions (no AMX tiles, no bf16 dot products), so bf16 is emulated here: "
+                 "every bf16 product is converted to fp32 in software")
+    return _("without AMX matrix tiles, bf16 matrix products are no faster than the tuned fp32 kernels, and autocast "
+             "adds a cast of every input and weight on top")
 
 
 _BF16_INSTRUCTIONS = ("AVX512-BF16 (bf16 dot products)", "BF16 instructions (Arm bf16 dot products)")
@@ -197,9 +200,9 @@ def _gpu_without(dtype: torch.dtype, units: dict[str, bool | None]) -> str | Non
     if name is None or units.get(f"{name} tensor cores") is not False:
         return None
     if name == "bf16":
-        return ("bf16 is emulated on this GPU (no bf16 tensor cores below compute capability 8.0, e.g. a T4), so its "
-                "products do not run on the tensor cores; amp.amp_plan picks fp16 with a GradScaler here")
-    return "this GPU has no fp16 tensor cores (compute capability below 7.0), so fp16 runs on its ordinary cores"
+        return _("bf16 is emulated on this GPU (no bf16 tensor cores below compute capability 8.0, e.g. a T4), so "
+                 "its products do not run on the tensor cores; amp.amp_plan picks fp16 with a GradScaler here")
+    return _("this GPU has no fp16 tensor cores (compute capability below 7.0), so fp16 runs on its ordinary cores")
 
 
 def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dtype,
@@ -223,20 +226,22 @@ def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dt
     if verdict.faster is low:
         where = {torch.bfloat16: "AMX (bf16 matrix tiles)", torch.float16: "AMX-FP16"}.get(dtype)
         if device_type == "cpu" and where and units.get(where):
-            return f"{verdict}: the {where.split(' (')[0]} matrix tiles pay for the casts"
+            return _("{verdict}: the {unit} matrix tiles pay for the casts").format(verdict=verdict,
+                                                                                    unit=where.split(" (")[0])
         if without:
-            return f"{verdict}, although {without}: what it saves is memory traffic (16-bit tensors), not arithmetic"
-        return f"{verdict}: the low-precision arithmetic pays for the casts"
+            return _("{verdict}, although {without}: what it saves is memory traffic (16-bit tensors), not "
+                     "arithmetic").format(verdict=verdict, without=without)
+        return _("{verdict}: the low-precision arithmetic pays for the casts").format(verdict=verdict)
     if verdict.faster is fp32:
         if device_type == "cpu":
             why = _cpu_slower(dtype, units)
         elif without:
             why = without
         elif device_type == "cuda":
-            why = "at this size the casts and extra kernel launches cost more than the tensor cores save"
+            why = _("at this size the casts and extra kernel launches cost more than the tensor cores save")
         else:
-            why = "at this size the casts and extra kernel launches cost more than the 16-bit arithmetic saves"
-        return f"{verdict.sentence(longer=True)}: {why}"
+            why = _("at this size the casts and extra kernel launches cost more than the 16-bit arithmetic saves")
+        return f"{verdict.sentence(longer=True)}: {why}"  # both halves are translated already
     return str(verdict)
 
 
@@ -335,11 +340,11 @@ def autocast_policy(device_type: str, dtype: torch.dtype, size: int = 8) -> list
             from32 = op(a32, target).dtype
             from_low = op(a32.to(dtype), target).dtype
         if from32 == dtype:
-            kind = f"casts down to {str(dtype).replace('torch.', '')}"
+            kind = _("casts down to {dtype}").format(dtype=str(dtype).replace("torch.", ""))
         elif from_low == torch.float32:
-            kind = "casts up to float32"
+            kind = _("casts up to float32")
         else:
-            kind = "follows its inputs"
+            kind = _("follows its inputs")
         rows.append({"op": name, "from float32": from32, f"from {str(dtype).replace('torch.', '')}": from_low, "autocast": kind})
     return rows
 
@@ -418,7 +423,7 @@ def compare_precisions(
     if progress:
         from tqdm.auto import tqdm
 
-        names = tqdm(variants, desc="precision variants")
+        names = tqdm(variants, desc=_("precision variants"))
     for name in names:
         dtype, scaling = specs[name]
         set_seed(0)

@@ -184,8 +184,8 @@ class Timing:
     def describe_spread(self) -> str:
         """The spread in words, ``"IQR 70% of the median"``: what a warning or a table says when it is too large."""
         if len(self.times) < MIN_BLOCKS:
-            return "too few blocks to know its spread"
-        return f"IQR {self.relative_iqr:.0%} of the median"
+            return _("too few blocks to know its spread")
+        return _("IQR {share:.0%} of the median").format(share=self.relative_iqr)
 
     def summary(self) -> str:
         """``"2 workers: 120 ms (IQR 8% of the median, 5 repeats, 2 threads)"``: a figure with its spread.
@@ -193,10 +193,11 @@ class Timing:
         What a chapter prints beside a :class:`Verdict`, so the reader sees the
         numbers the conclusion came from.
         """
-        threads = f"{self.num_threads} thread{'s' if self.num_threads != 1 else ''}"
-        repeats = f"{len(self.times)} repeat{'s' if len(self.times) != 1 else ''}"
+        repeats = (_("{n} repeat") if len(self.times) == 1 else _("{n} repeats")).format(n=len(self.times))
         head = f"{self.label}: " if self.label else ""
-        return f"{head}{format_seconds(self.median)} ({self.describe_spread()}, {repeats}, {threads})"
+        return head + _("{median} ({spread}, {repeats}, {threads})").format(
+            median=format_seconds(self.median), spread=self.describe_spread(), repeats=repeats,
+            threads=_thread_count(self.num_threads))
 
     @classmethod
     def from_times(cls, times: Sequence[float], device: str | torch.device = "cpu", label: str = "",
@@ -204,8 +205,8 @@ class Timing:
         """A Timing of single calls timed one by one (``times`` in seconds), e.g. by a script of its own."""
         times = [float(t) for t in times]
         if not times:
-            raise ValueError("Timing.from_times needs at least one time")
-        q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1 else times * 3
+            raise ValueError(_("Timing.from_times needs at least one time"))
+        q1, _q2, q3 = statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1 else times * 3
         return cls(median=statistics.median(times), iqr=q3 - q1, times=times, device=str(device), label=label,
                    num_threads=num_threads if num_threads is not None else torch.get_num_threads())
 
@@ -251,14 +252,21 @@ class Timing:
         }
 
     def __str__(self) -> str:
-        parts = [f"{format_seconds(self.median)} per call (IQR {format_seconds(self.iqr)})"]
+        parts = [_("{median} per call (IQR {iqr})").format(median=format_seconds(self.median),
+                                                          iqr=format_seconds(self.iqr))]
         if self.flops_per_s is not None:
             parts.append(format_rate(self.flops_per_s, "FLOP/s"))
         if self.bytes_per_s is not None:
             parts.append(format_rate(self.bytes_per_s, "B/s"))
-        where = f"{self.device}, {self.num_threads} thread{'s' if self.num_threads != 1 else ''}, {self.calls} calls"
+        where = _("{device}, {threads}, {calls} calls").format(
+            device=self.device, threads=_thread_count(self.num_threads), calls=self.calls)
         head = f"{self.label}: " if self.label else ""
         return head + ", ".join(parts) + f" [{where}]"
+
+
+def _thread_count(n: int) -> str:
+    """``"1 thread"``, ``"4 threads"``: one message per number, as a translation may need."""
+    return (_("{n} thread") if n == 1 else _("{n} threads")).format(n=n)
 
 
 def sync_timer(device: str | torch.device | None = None) -> Callable[[], float]:
@@ -339,11 +347,12 @@ def _warn_if_noisy(timing: Timing) -> None:
     """Warn (at the caller of :func:`time_callable`) when ``timing`` is too noisy to draw a conclusion from."""
     if timing.noisy:
         warnings.warn(
-            f"{timing.label or 'measurement'} on {timing.device}: median {format_seconds(timing.median)}, but "
-            f"{timing.describe_spread()}, so it is too noisy to draw a conclusion from (a steady measurement's "
-            f"spread stays below {NOISE_THRESHOLD:.0%} of its median, over at least {MIN_BLOCKS} blocks). A longer "
-            f"min_run_time measures more blocks; a rerun while no other program competes for the machine narrows "
-            f"the spread.",
+            _("{label} on {device}: median {median}, but {spread}, so it is too noisy to draw a conclusion from (a "
+              "steady measurement's spread stays below {threshold:.0%} of its median, over at least {blocks} "
+              "blocks). A longer min_run_time measures more blocks; a rerun while no other program competes for the "
+              "machine narrows the spread.").format(
+                label=timing.label or _("measurement"), device=timing.device, median=format_seconds(timing.median),
+                spread=timing.describe_spread(), threshold=NOISE_THRESHOLD, blocks=MIN_BLOCKS),
             NoisyTimingWarning,
             stacklevel=3,
         )
@@ -361,7 +370,7 @@ def _band(timing: Timing) -> tuple[float, float]:
 def _times(ratio: float) -> str:
     """``1.834`` -> ``"1.83x"``: two decimals near 1, where they matter, fewer further out."""
     if not math.isfinite(ratio):
-        return "unbounded"
+        return _("unbounded")
     return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x" if ratio < 100 else f"{ratio:.0f}x"
 
 
@@ -502,7 +511,7 @@ def _measured(timings: Iterable[Timing]) -> list[Timing]:
     """The timings with a median to compare; at least one, or ValueError."""
     measured = [t for t in timings if math.isfinite(t.median)]
     if not measured:
-        raise ValueError("leaders() needs at least one measurement with a median")
+        raise ValueError(_("leaders() needs at least one measurement with a median"))
     return measured
 
 
@@ -688,7 +697,7 @@ def sweep(
     sizes = list(sizes)
     table = Table()
     jobs = [(d, n) for d in devices for n in sizes]
-    for dev, n in tqdm(jobs, desc=label or "sweep", disable=not progress, leave=False):
+    for dev, n in tqdm(jobs, desc=label or _("sweep"), disable=not progress, leave=False):
         fn = make(n, dev)
         w = work(n) if work is not None else {}
         timing = time_callable(

@@ -45,6 +45,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 from helpers.device import synchronize, to_device
+from helpers.i18n import N_, _
 
 __all__ = [
     "BlockSums",
@@ -97,7 +98,8 @@ class _TracedDataset(Dataset):
 
     def __init__(self, n: int, features: int) -> None:
         if n <= 0 or features <= 0:
-            raise ValueError(f"n and features must be positive, got n={n}, features={features}")
+            raise ValueError(_("n and features must be positive, got n={n}, features={features}").format(
+                n=n, features=features))
         self.n, self.features = int(n), int(features)
 
     def __len__(self) -> int:
@@ -108,7 +110,7 @@ class _TracedDataset(Dataset):
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         if not 0 <= index < self.n:
-            raise IndexError(f"index {index} out of range for a dataset of {self.n} items")
+            raise IndexError(_("index {index} out of range for a dataset of {n} items").format(index=index, n=self.n))
         t0 = _stamp()
         self._cost(index)
         x = _features(index, self.features)
@@ -124,7 +126,7 @@ class SleepDataset(_TracedDataset):
     def __init__(self, n: int = 64, item_s: float = 0.005, features: int = 32) -> None:
         super().__init__(n, features)
         if item_s < 0:
-            raise ValueError(f"item_s must be >= 0 seconds, got {item_s}")
+            raise ValueError(_("item_s must be >= 0 seconds, got {item_s}").format(item_s=item_s))
         self.item_s = float(item_s)
 
     def _cost(self, index: int) -> None:
@@ -141,7 +143,7 @@ class CpuDataset(_TracedDataset):
     def __init__(self, n: int = 64, work: int = 20_000, features: int = 32) -> None:
         super().__init__(n, features)
         if work < 0:
-            raise ValueError(f"work must be >= 0 iterations, got {work}")
+            raise ValueError(_("work must be >= 0 iterations, got {work}").format(work=work))
         self.work = int(work)
 
     def _cost(self, index: int) -> None:
@@ -244,7 +246,7 @@ def make_loader(dataset: Dataset, device: str | torch.device, batch_size: int = 
     """
     workers = int(num_workers)
     if workers < 0:
-        raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+        raise ValueError(_("num_workers must be >= 0, got {num_workers}").format(num_workers=num_workers))
     extra: dict[str, Any] = {"persistent_workers": True, "prefetch_factor": prefetch_factor} if workers else {}
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
                       pin_memory=torch.device(device).type == "cuda",
@@ -252,6 +254,11 @@ def make_loader(dataset: Dataset, device: str | torch.device, batch_size: int = 
 
 
 # --------------------------------------------------------------------------- loader throughput
+
+
+def _workers(n: int) -> str:
+    """``"1 worker"``, ``"2 workers"``: a count as a label, in the learner's language."""
+    return (_("{n} worker") if n == 1 else _("{n} workers")).format(n=n)
 
 
 @dataclasses.dataclass
@@ -278,8 +285,9 @@ class LoaderRun:
     def __str__(self) -> str:
         from helpers.benchmark import format_rate
 
-        return (f"{self.num_workers} workers: start-up {self.startup_s * 1e3:6.0f} ms, then "
-                f"{format_rate(self.steady_rate, 'samples/s'):>14}; whole epoch {format_rate(self.epoch_rate, 'samples/s')}")
+        return _("{n} workers: start-up {startup_ms:6.0f} ms, then {steady:>14}; whole epoch {epoch}").format(
+            n=self.num_workers, startup_ms=self.startup_s * 1e3, steady=format_rate(self.steady_rate, "samples/s"),
+            epoch=format_rate(self.epoch_rate, "samples/s"))
 
 
 def _batch_len(batch: Any) -> int:
@@ -329,10 +337,13 @@ class SweepPoint:
     def __str__(self) -> str:
         from helpers.benchmark import format_rate
 
-        text = (f"{self.num_workers} worker{'s' if self.num_workers != 1 else ' '}: start-up {self.startup_s * 1e3:4.0f} ms; first epoch "
-                f"{format_rate(self.first_epoch_rate, 'samples/s'):>14}; then {format_rate(self.steady_rate, 'samples/s'):>14}")
+        who = _workers(self.num_workers).ljust(len(_workers(0)))  # "1 worker " lines up with "2 workers"
+        text = _("{workers}: start-up {startup_ms:4.0f} ms; first epoch {first:>14}; then {steady:>14}").format(
+            workers=who, startup_ms=self.startup_s * 1e3, first=format_rate(self.first_epoch_rate, "samples/s"),
+            steady=format_rate(self.steady_rate, "samples/s"))
         if self.steady is not None:
-            text += f" ({self.steady.describe_spread()}, {len(self.steady.times)} epochs)"
+            text += _(" ({spread}, {epochs} epochs)").format(spread=self.steady.describe_spread(),
+                                                            epochs=len(self.steady.times))
         return text
 
 
@@ -352,7 +363,8 @@ def sweep_workers(dataset: Dataset, counts: Sequence[int] = (0, 1, 2, 4, 8), bat
     from tqdm.auto import tqdm
 
     if starts < 1 or epochs < 2:
-        raise ValueError(f"sweep_workers needs starts >= 1 and epochs >= 2, got starts={starts}, epochs={epochs}")
+        raise ValueError(_("sweep_workers needs starts >= 1 and epochs >= 2, got starts={starts}, "
+                           "epochs={epochs}").format(starts=starts, epochs=epochs))
     return [_sweep_point(dataset, n, batch_size, starts, epochs, loader_kwargs)
             for n in tqdm(list(counts), desc=type(dataset).__name__, disable=not progress, leave=False)]
 
@@ -366,12 +378,12 @@ def _sweep_point(dataset: Dataset, n: int, batch_size: int, starts: int, epochs:
 
     first: list[LoaderRun] = []
     later: list[LoaderRun] = []
-    for _ in range(starts):
+    for _start in range(starts):
         loader = DataLoader(dataset, batch_size=batch_size, num_workers=n, persistent_workers=n > 0, **loader_kwargs)
-        runs = [loader_run(loader) for _ in range(epochs)]
+        runs = [loader_run(loader) for _epoch in range(epochs)]
         del loader
         first.append(runs[0]), later.extend(runs[1:])
-    label = f"{n} worker{'s' if n != 1 else ''}"
+    label = _workers(n)
     first_t = Timing.from_times([r.total_s for r in first], label=label)
     steady_t = Timing.from_times([r.total_s for r in later], label=label)
     samples = first[0].samples
@@ -417,6 +429,9 @@ def worker_memory(exclude: Iterable[int] = ()) -> list[int]:
 
 # --------------------------------------------------------------------------- where a step's time goes
 
+#: A step's parts as a legend or a verdict names them, translated where shown (the keys stay: code reads them).
+_PART_NAMES = {"load": N_("load"), "copy": N_("copy"), "compute": N_("compute")}
+
 
 @dataclasses.dataclass
 class StepTimes:
@@ -441,8 +456,8 @@ class StepTimes:
         """Each part's steps as a :class:`helpers.benchmark.Timing` (median, IQR), for the course's verdicts."""
         from helpers.benchmark import Timing
 
-        return {k: Timing.from_times(getattr(self, k) or [float("nan")], label=k, num_threads=self.num_threads)
-                for k in self.PARTS}
+        return {k: Timing.from_times(getattr(self, k) or [float("nan")], label=_(_PART_NAMES[k]),
+                                     num_threads=self.num_threads) for k in self.PARTS}
 
     def describe_bottleneck(self) -> str:
         """The slowest part, named only when it is slower than the others beyond the noise; else the tie.
@@ -453,10 +468,11 @@ class StepTimes:
         from helpers.benchmark import describe_leader, leaders
 
         parts = list(self.timings().values())
-        text = describe_leader(parts, "bottleneck", slowest=True)
+        text = describe_leader(parts, _("bottleneck"), slowest=True)
         top = leaders(parts, slowest=True)
         if len(top) > 1:
-            text += f" (the spread of each: {', '.join(f'{t.label} {t.describe_spread()}' for t in top)})"
+            text += _(" (the spread of each: {spreads})").format(
+                spreads=", ".join(f"{t.label} {t.describe_spread()}" for t in top))
         return text
 
 
@@ -499,9 +515,9 @@ def plot_step_times(breakdowns: dict[str, StepTimes], device: Any = "cpu"):
     bottom = np.zeros(len(labels))
     for part, colour in (("load", "tab:orange"), ("copy", "tab:purple"), ("compute", "tab:blue")):
         ms = np.array([breakdowns[k].medians()[part] * 1e3 for k in labels])
-        ax.bar(labels, ms, bottom=bottom, label=part, color=colour)
+        ax.bar(labels, ms, bottom=bottom, label=_(_PART_NAMES[part]), color=colour)
         bottom += ms
-    ax.set(ylabel="ms per step (median)", title="where a training step's time goes")
+    ax.set(ylabel=_("ms per step (median)"), title=_("where a training step's time goes"))
     ax.legend(fontsize=8)
     stamp(fig, device)
     return fig
@@ -526,8 +542,8 @@ def plot_timeline(panels: dict[str, list[dict[str, Any]]], device: Any = "cpu", 
             ax.barh(w, t1 - t0, left=t0, height=0.6, color=f"C{w % 10}", alpha=0.8)
             if "taken" in b:
                 ax.plot(b["taken"] - origin, -1, "k|", ms=12)
-        ax.set(title=title, xlabel="seconds", yticks=[-1, *sorted({int(b["worker"][0]) for b in batches})])
-        ax.set_yticklabels(["main takes"] + [f"worker {w}" for w in ax.get_yticks()[1:].astype(int)])
+        ax.set(title=title, xlabel=_("seconds"), yticks=[-1, *sorted({int(b["worker"][0]) for b in batches})])
+        ax.set_yticklabels([_("main takes")] + [_("worker {w}").format(w=w) for w in ax.get_yticks()[1:].astype(int)])
     stamp(fig, device)
     return fig
 
@@ -555,11 +571,12 @@ def copy_timing(nbytes: int, device: str | torch.device, pinned: bool, min_run_t
 
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():
-        raise RuntimeError(f"copy_bandwidth measures host-to-CUDA copies; {device} is not an available CUDA device")
+        raise RuntimeError(_("copy_bandwidth measures host-to-CUDA copies; {device} is not an available CUDA "
+                             "device").format(device=device))
     host = torch.empty(int(nbytes) // 4, dtype=torch.float32)
     host = host.pin_memory() if pinned else host
     return time_callable(lambda: host.to(device, non_blocking=pinned), device, nbytes=host.nbytes,
-                         min_run_time=min_run_time, warn=False, label="pinned" if pinned else "pageable")
+                         min_run_time=min_run_time, warn=False, label=_("pinned") if pinned else _("pageable"))
 
 
 class DevicePrefetcher:

@@ -59,6 +59,7 @@ import torch
 
 from helpers import device as _device
 from helpers.benchmark import Timing, sync_timer
+from helpers.i18n import _, current
 from helpers.models import MLP
 
 __all__ = [
@@ -143,13 +144,14 @@ def _why_not(fn: Callable[..., Any], err: Exception) -> str:
     try:
         seen = inspect.getclosurevars(fn)
     except TypeError:  # not a Python function: no names to look into
-        return f"`{name}` cannot be sent to another process ({err})."
-    for kind, values in (("global", seen.globals), ("enclosing variable", seen.nonlocals)):
+        return _("`{name}` cannot be sent to another process ({err}).").format(name=name, err=err)
+    for kind, values in ((_("global"), seen.globals), (_("enclosing variable"), seen.nonlocals)):
         for var, value in values.items():
             if not _picklable(value):
-                return (f"`{name}` uses the {kind} `{var}` (a {type(value).__name__}), which cannot be sent to "
-                        f"another process ({err}). Create it inside `{name}`.")
-    return f"`{name}` cannot be sent to another process ({err})."
+                return _("`{name}` uses the {kind} `{var}` (a {type}), which cannot be sent to another process "
+                         "({err}). Create it inside `{name}`.").format(name=name, kind=kind, var=var,
+                                                                         type=type(value).__name__, err=err)
+    return _("`{name}` cannot be sent to another process ({err}).").format(name=name, err=err)
 
 
 def _picklable(value: Any) -> bool:
@@ -334,18 +336,22 @@ def _failure(work: Path, ranks: list[_Rank], first: list[int]) -> RankFailed:
     if errors:
         e = errors[0]
         detail = e["traceback"]
-        message = f"rank {e['rank']} failed: {e['error']}: {e['message']}\n{_tail(detail)}"
+        message = _("rank {rank} failed: {error}: {message}\n{tail}").format(
+            rank=e["rank"], error=e["error"], message=e["message"], tail=_tail(detail))
         rank, error = e["rank"], e["error"]
     else:
         dead = ranks[first[0]]
         code = dead.exitcode()
-        how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-        message = (f"rank {dead.rank} died ({how}) without a Python error (out of memory, a crash in C++, or "
-                   f"killed from outside); its last output:\n{_tail(dead.text()) or '    (none)'}")
+        how = (_("killed by signal {signal}").format(signal=signal.Signals(-code).name) if code < 0
+               else _("exit code {code}").format(code=code))
+        message = _("rank {rank} died ({how}) without a Python error (out of memory, a crash in C++, or killed from "
+                    "outside); its last output:\n{tail}").format(rank=dead.rank, how=how,
+                                                                 tail=_tail(dead.text()) or "    " + _("(none)"))
         rank, error, detail = dead.rank, "died", how
     others = [r.rank for r in ranks if r.rank != rank]
     if others:
-        message += f"\nThe other rank(s) {others} were stopped, as torchrun does when one rank fails."
+        message += "\n" + _("The other rank(s) {others} were stopped, as torchrun does when one rank fails.").format(
+            others=others)
     return RankFailed(message, rank, error, detail, logs)
 
 
@@ -357,11 +363,14 @@ def _threads(world_size: int, extra: dict[str, str]) -> int:
 
 def _validate(fn: Any, world_size: Any, timeout: Any) -> None:
     if not callable(fn):
-        raise TypeError(f"launch() needs a function to run on every rank, not a {type(fn).__name__}.")
+        raise TypeError(_("launch() needs a function to run on every rank, not a {type}.").format(
+            type=type(fn).__name__))
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
-        raise ValueError(f"world_size must be a whole number of processes, at least 1, not {world_size!r}.")
+        raise ValueError(_("world_size must be a whole number of processes, at least 1, not {world_size!r}.").format(
+            world_size=world_size))
     if not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}: every run needs a limit.")
+        raise ValueError(_("timeout must be a number of seconds above 0, not {timeout!r}: every run needs a "
+                           "limit.").format(timeout=timeout))
 
 
 def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] = (),
@@ -402,9 +411,11 @@ def launch(fn: Callable[..., Any], world_size: int = 2, *, args: Sequence[Any] =
 
 
 def _rank_env(rank: int, world_size: int, port: int, threads: int, extra: dict[str, str]) -> dict[str, str]:
+    """What torchrun would set, and ``COURSE_LANG``: a rank speaks the notebook's language (``i18n.use("ko")`` is
+    this process's choice, which a fresh interpreter would not know) in the messages it makes, e.g. a check's."""
     return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "LOCAL_RANK": str(rank),
             "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size), "OMP_NUM_THREADS": str(threads),
-            **extra}
+            "COURSE_LANG": current(), **extra}
 
 
 def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: float, echo: bool,
@@ -419,7 +430,8 @@ def _launch_once(fn: Any, world_size: int, args: tuple, kwargs: dict, timeout: f
         try:
             (work / "job.pkl").write_bytes(cloudpickle.dumps(job))
         except Exception as err:  # noqa: BLE001
-            raise PortableError(f"the arguments of this run cannot be sent to another process: {err}") from None
+            raise PortableError(_("the arguments of this run cannot be sent to another process: {err}").format(
+                err=err)) from None
         ranks: list[_Rank] = []
         try:
             for r in range(world_size):
@@ -437,8 +449,9 @@ def _results(work: Path, ranks: list[_Rank]) -> list[Any]:
     for r in ranks:
         path = work / f"result{r.rank}.pt"
         if not path.exists():
-            raise RankFailed(f"rank {r.rank} exited without returning a result (sys.exit or os._exit inside the "
-                             f"function?); its last output:\n{_tail(r.text())}", r.rank, "no result", "", [])
+            raise RankFailed(_("rank {rank} exited without returning a result (sys.exit or os._exit inside the "
+                               "function?); its last output:\n{tail}").format(rank=r.rank, tail=_tail(r.text())),
+                             r.rank, "no result", "", [])
         results.append(torch.load(path, map_location="cpu", weights_only=False))
     return results
 
@@ -462,12 +475,14 @@ def _watch(ranks: list[_Rank], work: Path, deadline: float, timeout: float, echo
             running = [r.rank for r, c in zip(ranks, codes) if c is None]
             _stop(ranks)
             logs = [r.text() for r in ranks]
-            last = "\n".join(f"  rank {i}:\n{_tail(logs[i], 4) or '    (no output)'}" for i in running)
+            last = "\n".join("  " + _("rank {rank}:").format(rank=i) + "\n"
+                             + (_tail(logs[i], 4) or "    " + _("(no output)")) for i in running)
             raise RunTimedOut(
-                f"the run did not finish within {timeout:g} s: rank(s) {running} were still running and were "
-                f"stopped. A rank that waits in a collective another rank never calls (or a loop that never "
-                f"ends) hangs until a limit like this one; a short timeout= in init_process_group turns the "
-                f"first kind into an error that names the collective. Last output:\n{last}", running, logs)
+                _("the run did not finish within {timeout:g} s: rank(s) {running} were still running and were "
+                  "stopped. A rank that waits in a collective another rank never calls (or a loop that never "
+                  "ends) hangs until a limit like this one; a short timeout= in init_process_group turns the "
+                  "first kind into an error that names the collective. Last output:\n{last}").format(
+                    timeout=timeout, running=running, last=last), running, logs)
         time.sleep(0.02)
 
 
@@ -571,10 +586,12 @@ def pick_backend(rank: int, world_size: int, device_type: str | None = None) -> 
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
     gpus = [d for d in _device.available_devices() if d.type == "cuda"]
     if device_type not in (None, "cpu", "cuda"):
-        raise ValueError(f"device_type must be 'cpu', 'cuda' or None (chosen here), not {device_type!r}")
+        raise ValueError(_("device_type must be 'cpu', 'cuda' or None (chosen here), not {device_type!r}").format(
+            device_type=device_type))
     if device_type == "cuda" and len(gpus) < local_world:
-        raise RuntimeError(f"NCCL needs a GPU of its own for every process: {local_world} process(es) on this "
-                           f"machine, {len(gpus)} GPU(s). Run on the CPU (device_type='cpu', gloo) instead.")
+        raise RuntimeError(_("NCCL needs a GPU of its own for every process: {processes} process(es) on this "
+                             "machine, {gpus} GPU(s). Run on the CPU (device_type='cpu', gloo) instead.").format(
+                               processes=local_world, gpus=len(gpus)))
     on_gpu = device_type == "cuda" or (device_type is None and len(gpus) >= local_world)
     dev = torch.device("cuda", local_rank) if on_gpu else torch.device("cpu")
     return dist.get_default_backend_for_device(dev), dev
@@ -605,15 +622,16 @@ def comparison_placement(max_processes: int) -> Placement:
 
     gpus = sum(d.type == "cuda" for d in _device.available_devices())
     if gpus >= max_processes and dist.is_nccl_available():
-        return Placement("nccl", "cuda", f"{gpus} GPUs: one for each of up to {max_processes} processes, as NCCL "
-                                         f"needs")
+        return Placement("nccl", "cuda", _("{gpus} GPUs: one for each of up to {processes} processes, as NCCL "
+                                           "needs").format(gpus=gpus, processes=max_processes))
     if gpus >= max_processes:
-        why = f"{gpus} GPUs, but this torch has no NCCL"
+        why = _("{gpus} GPUs, but this torch has no NCCL").format(gpus=gpus)
     elif gpus:
-        why = (f"{gpus} GPU(s) for up to {max_processes} processes, and NCCL needs a GPU of its own for each: "
-               f"every run on the CPU, the 1-process one too, so that like is compared with like")
+        why = _("{gpus} GPU(s) for up to {processes} processes, and NCCL needs a GPU of its own for each: every run "
+                "on the CPU, the 1-process one too, so that like is compared with like").format(
+                    gpus=gpus, processes=max_processes)
     else:
-        why = "no GPU here"
+        why = _("no GPU here")
     return Placement("gloo", "cpu", why)
 
 
@@ -621,7 +639,7 @@ def placement_of(results: Sequence[dict]) -> str:
     """What a run of :func:`train` really used, from every rank's result: e.g. ``"gloo on cpu"``, ``"nccl on cuda:0, cuda:1"``."""
     backends = sorted({r["backend"] for r in results})
     devices = sorted({r["device"] for r in results})
-    return f"{'/'.join(backends)} on {', '.join(devices)}"
+    return _("{backends} on {devices}").format(backends="/".join(backends), devices=", ".join(devices))
 
 
 def _setup(rank: int, world_size: int, seconds: float = 60.0, device_type: str | None = None) -> torch.device:
@@ -709,7 +727,8 @@ def step_timing(results: Sequence[dict], label: str = "", warmup: int = 2) -> Ti
     per_rank = [r["step_seconds"][warmup:] for r in results]
     steps = [max(times) for times in zip(*per_rank)]
     if not steps:
-        raise ValueError(f"no step left to time after {warmup} warm-up steps: train more steps or epochs")
+        raise ValueError(_("no step left to time after {warmup} warm-up steps: train more steps or epochs").format(
+            warmup=warmup))
     used = sorted({r["device"] for r in results if "device" in r})  # what train() says it ran on
     return Timing.from_times(steps, device=", ".join(used) or "cpu", label=label,
                              num_threads=sum(r["threads"] for r in results))

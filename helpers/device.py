@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from helpers import errors
+from helpers.i18n import _
 
 __all__ = [
     "DEVICE_ENV_VAR",
@@ -76,26 +77,29 @@ def _check_available(device: torch.device) -> torch.device:
         return device
     if device.type == "cuda":
         if not _cuda_ok():
-            build = "a CPU-only build of torch" if torch.version.cuda is None else f"torch built for CUDA {torch.version.cuda}, but no CUDA GPU is visible"
+            build = (_("a CPU-only build of torch") if torch.version.cuda is None else
+                     _("torch built for CUDA {cuda}, but no CUDA GPU is visible").format(cuda=torch.version.cuda))
             raise DeviceUnavailableError(
-                f"'{device}' was requested, but this machine has {build}. "
-                f"Devices available here: {have}. "
-                f"Ask for one of those, or call pick_device() with no argument to take the best one."
+                _("'{device}' was requested, but this machine has {build}. Devices available here: {have}. Ask for "
+                  "one of those, or call pick_device() with no argument to take the best one.").format(
+                    device=device, build=build, have=have)
             )
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
             raise DeviceUnavailableError(
-                f"'{device}' was requested, but this machine has {count} CUDA GPU(s) "
-                f"(cuda:0 to cuda:{count - 1}). Devices available here: {have}."
+                _("'{device}' was requested, but this machine has {count} CUDA GPU(s) (cuda:0 to cuda:{last}). "
+                  "Devices available here: {have}.").format(device=device, count=count, last=count - 1, have=have)
             )
         return device
     if device.type == "mps":
         if not _mps_ok():
             raise DeviceUnavailableError(
-                f"'mps' was requested, but MPS (Apple GPUs) is not available here. Devices available here: {have}."
+                _("'mps' was requested, but MPS (Apple GPUs) is not available here. Devices available here: "
+                  "{have}.").format(have=have)
             )
         return device
-    raise DeviceUnavailableError(f"'{device}' is not a device this course supports here. Devices available here: {have}.")
+    raise DeviceUnavailableError(_("'{device}' is not a device this course supports here. Devices available here: "
+                                   "{have}.").format(device=device, have=have))
 
 
 def pick_device(requested: str | torch.device | None = None) -> torch.device:
@@ -113,7 +117,8 @@ def pick_device(requested: str | torch.device | None = None) -> torch.device:
         device = torch.device(source)
     except (RuntimeError, TypeError) as err:
         raise DeviceUnavailableError(
-            f"{source!r} is not a device name (try 'cpu', 'cuda', 'cuda:1' or 'mps'): {err}"
+            _("{source!r} is not a device name (try 'cpu', 'cuda', 'cuda:1' or 'mps'): {err}").format(
+                source=source, err=err)
         ) from None
     return _check_available(device)
 
@@ -253,7 +258,7 @@ def demo_sizes(device: str | torch.device, *, launch_s: float | None = None, flo
     """
     device = torch.device(device)
     if device.type == "cpu":
-        return DemoSizes(**CPU_DEMO_SIZES, reason="on the CPU: sizes whose products and adds take milliseconds")
+        return DemoSizes(**CPU_DEMO_SIZES, reason=_("on the CPU: sizes whose products and adds take milliseconds"))
     if device.type == "cuda" and properties is None:
         properties = torch.cuda.get_device_properties(device)
     memory = getattr(properties, "total_memory", 0) or float("inf")
@@ -263,11 +268,11 @@ def demo_sizes(device: str | torch.device, *, launch_s: float | None = None, flo
         stream_n = _power_of_two_at_least((l2_multiple * l2 / 12) ** 0.5, 1024)
         while stream_n > 1024 and not _fits(stream_n, 3, memory, memory_fraction):
             stream_n //= 2
-        reasons.append(f"stream_n={stream_n}: 3 tensors of {3 * stream_n**2 * 4 / l2:.0f}x the "
-                       f"{l2 / 2**20:.0f} MiB L2 cache (wanted {l2_multiple}x)")
+        reasons.append(_("stream_n={n}: 3 tensors of {multiple:.0f}x the {l2:.0f} MiB L2 cache (wanted {wanted}x)")
+                       .format(n=stream_n, multiple=3 * stream_n**2 * 4 / l2, l2=l2 / 2**20, wanted=l2_multiple))
     else:
         stream_n = CPU_DEMO_SIZES["stream_n"]
-        reasons.append(f"stream_n={stream_n}: the device reports no cache size")
+        reasons.append(_("stream_n={n}: the device reports no cache size").format(n=stream_n))
     sms = getattr(properties, "multi_processor_count", 0) or 0
     matmul_n = _power_of_two_at_least(128 * sms**0.5, 256) if sms else CPU_DEMO_SIZES["matmul_n"]
     if launch_s and flops_per_s:
@@ -275,10 +280,11 @@ def demo_sizes(device: str | torch.device, *, launch_s: float | None = None, flo
         matmul_n = max(matmul_n, _power_of_two_at_least(dwarfs_launch, 256))
     while matmul_n > 256 and not _fits(matmul_n, 3, memory, memory_fraction):
         matmul_n //= 2
-    why = [f"{(matmul_n // 128) ** 2} tiles of 128x128 for {sms} SMs"] if sms else []
+    why = [_("{tiles} tiles of 128x128 for {sms} SMs").format(tiles=(matmul_n // 128) ** 2, sms=sms)] if sms else []
     if launch_s and flops_per_s:
-        why.insert(0, f"one product is about {2 * matmul_n**3 / flops_per_s / launch_s:.0f}x the launch cost")
+        why.insert(0, _("one product is about {times:.0f}x the launch cost").format(
+            times=2 * matmul_n**3 / flops_per_s / launch_s))
     else:
-        why.append("no launch cost measured")
-    reasons.append(f"matmul_n={matmul_n}: " + ", ".join(why))
+        why.append(_("no launch cost measured"))
+    reasons.append(_("matmul_n={n}: {why}").format(n=matmul_n, why=", ".join(why)))
     return DemoSizes(stream_n=stream_n, matmul_n=matmul_n, reason="; ".join(reasons))

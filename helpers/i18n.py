@@ -93,4 +93,6 @@ def N_(message: str) -> str:
 def _(message: str) -> str:
     """``message`` in the current language (English when it has no translation)."""
     language = current()
-    return message if language == "en" else _catalog(language).gettext(message)
+    if language == "en" or not message:  # gettext("") is the catalog's header, never a message
+        return message
+    return _catalog(language).gettext(message)

@@ -14,6 +14,7 @@ import platform
 import re
 import shutil
 import subprocess
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 
 from helpers import device as dev
+from helpers.i18n import _
 
 __all__ = [
     "GPUInfo",
@@ -119,17 +121,21 @@ def cuda_compatibility(wheel: str | None, driver: tuple[int, int] | None) -> str
     older runtime (backward compatibility).
     """
     if wheel is None:
-        return "torch has no CUDA runtime (a CPU-only or ROCm build), so it needs no NVIDIA driver"
+        return _("torch has no CUDA runtime (a CPU-only or ROCm build), so it needs no NVIDIA driver")
     if driver is None:
-        return f"torch brings the CUDA {wheel} runtime; no NVIDIA driver was found here, so it cannot run CUDA"
+        return _("torch brings the CUDA {wheel} runtime; no NVIDIA driver was found here, so it cannot run "
+                 "CUDA").format(wheel=wheel)
     major, minor = (int(part) for part in wheel.split(".")[:2])
-    have = f"the driver supports CUDA up to {driver[0]}.{driver[1]}"
+    supported = f"{driver[0]}.{driver[1]}"
     if driver >= (major, minor):
-        return f"{have}, at least torch's runtime {wheel}: compatible"
+        return _("the driver supports CUDA up to {driver}, at least torch's runtime {wheel}: compatible").format(
+            driver=supported, wheel=wheel)
     if driver[0] == major:
-        return (f"{have}, older than torch's runtime {wheel} but the same major version: it runs through "
-                "minor-version compatibility; a feature newer than the driver may need a driver update")
-    return f"{have}, an older major version than torch's runtime {wheel}: update the NVIDIA driver"
+        return _("the driver supports CUDA up to {driver}, older than torch's runtime {wheel} but the same major "
+                 "version: it runs through minor-version compatibility; a feature newer than the driver may need a "
+                 "driver update").format(driver=supported, wheel=wheel)
+    return _("the driver supports CUDA up to {driver}, an older major version than torch's runtime {wheel}: update "
+             "the NVIDIA driver").format(driver=supported, wheel=wheel)
 
 
 def nvcc_version() -> str | None:
@@ -185,13 +191,14 @@ def _build() -> str:
 def _verdict(report: MachineReport) -> str:
     if report.gpus:
         names = ", ".join(g.name for g in report.gpus)
-        return f"CUDA GPU found ({names}): every chapter runs, and GPU-only steps run too."
+        return _("CUDA GPU found ({names}): every chapter runs, and GPU-only steps run too.").format(names=names)
     if report.mps:
-        return "Apple GPU (MPS) found: chapters run on it; CUDA-only steps will say they were skipped."
+        return _("Apple GPU (MPS) found: chapters run on it; CUDA-only steps will say they were skipped.")
     if report.build != "CPU":
-        return (f"torch is built for {report.build} but no GPU is visible (driver: {report.driver or 'not found'}): "
-                "every chapter runs on the CPU; GPU-only steps will say they were skipped.")
-    return "no GPU found: every chapter runs on the CPU; GPU-only steps will say they were skipped."
+        return _("torch is built for {build} but no GPU is visible (driver: {driver}): every chapter runs on the CPU; "
+                 "GPU-only steps will say they were skipped.").format(build=report.build,
+                                                                      driver=report.driver or _("not found"))
+    return _("no GPU found: every chapter runs on the CPU; GPU-only steps will say they were skipped.")
 
 
 def describe_machine() -> MachineReport:
@@ -211,7 +218,7 @@ def describe_machine() -> MachineReport:
     try:
         chosen = str(dev.pick_device())
     except dev.DeviceUnavailableError as err:
-        chosen = f"none: {err}"
+        chosen = _("none: {error}").format(error=err)
     report = MachineReport(
         torch_version=torch.__version__,
         build=_build(),
@@ -236,26 +243,34 @@ def format_report(report: MachineReport | None = None) -> str:
     """The report as aligned text lines."""
     r = report or describe_machine()
     rows = [
-        ("torch", f"{r.torch_version} ({r.build} build)"),
-        ("CUDA runtime (torch.version.cuda)", r.cuda_runtime or "none (CPU-only build)"),
-        ("cuDNN", r.cudnn or "none"),
-        ("NVIDIA driver (NVML)", r.driver or "not found"),
-        ("CUDA toolkit (nvcc)", r.nvcc or "not installed (only needed to compile extensions)"),
+        ("torch", _("{version} ({build} build)").format(version=r.torch_version, build=r.build)),
+        (_("CUDA runtime (torch.version.cuda)"), r.cuda_runtime or _("none (CPU-only build)")),
+        ("cuDNN", r.cudnn or _("none")),
+        (_("NVIDIA driver (NVML)"), r.driver or _("not found")),
+        (_("CUDA toolkit (nvcc)"), r.nvcc or _("not installed (only needed to compile extensions)")),
     ]
     if r.gpus:
         for g in r.gpus:
-            rows.append((f"GPU {g.index}", f"{g.name}, compute capability {g.capability}, {g.memory_gib:.1f} GiB"))
+            rows.append((f"GPU {g.index}", _("{name}, compute capability {capability}, {memory:.1f} GiB").format(
+                name=g.name, capability=g.capability, memory=g.memory_gib)))
     else:
-        rows.append(("GPUs", "none visible"))
+        rows.append((_("GPUs"), _("none visible")))
     rows += [
-        ("Apple MPS", "available" if r.mps else "not available"),
-        ("CPU", f"{r.cpu_model} ({r.cpu_count} logical cores, {r.cpu_capability})"),
-        ("torch CPU threads", str(r.torch_threads)),
-        (f"{dev.DEVICE_ENV_VAR}", r.forced_device or "not set"),
-        ("course device", r.chosen_device),
+        ("Apple MPS", _("available") if r.mps else _("not available")),
+        ("CPU", _("{model} ({count} logical cores, {capability})").format(model=r.cpu_model, count=r.cpu_count,
+                                                                         capability=r.cpu_capability)),
+        (_("torch CPU threads"), str(r.torch_threads)),
+        (f"{dev.DEVICE_ENV_VAR}", r.forced_device or _("not set")),
+        (_("course device"), r.chosen_device),
     ]
-    width = max(len(k) for k, _ in rows)
-    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    width = max(_display_width(k) for k, _v in rows)
+    lines = [f"{k}{' ' * (width - _display_width(k))}  {v}" for k, v in rows]
     lines.append("")
-    lines.append(f"Verdict: {r.verdict}")
+    lines.append(_("Verdict: {verdict}").format(verdict=r.verdict))
     return "\n".join(lines)
+
+
+def _display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal or a notebook's output: a Korean label's Hangul take two each, so the
+    report's values stay in one column in the Korean edition too."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import tempfile
+import unicodedata
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -44,6 +45,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves  # private too: torch 2.11-2.13 ship no public pytree module
 
 from helpers import device as dev
+from helpers.i18n import _
 from helpers.units import format_bytes  # noqa: F401  (the chapters call memory.format_bytes)
 
 __all__ = [
@@ -234,10 +236,13 @@ class MemoryStats:
     method: str = ""
 
     def __str__(self) -> str:
-        text = f"peak {format_bytes(self.peak_bytes)}, left allocated {format_bytes(self.current_bytes)}"
-        if self.reserved_bytes is not None:
-            text += f", reserved {format_bytes(self.reserved_bytes)} (peak {format_bytes(self.peak_reserved_bytes)})"
-        return f"{text} on {self.device} [{self.method}]"
+        sizes = {"peak": format_bytes(self.peak_bytes), "current": format_bytes(self.current_bytes),
+                 "device": self.device, "method": self.method}
+        if self.reserved_bytes is None:
+            return _("peak {peak}, left allocated {current} on {device} [{method}]").format(**sizes)
+        return _("peak {peak}, left allocated {current}, reserved {reserved} (peak {peak_reserved}) on {device} "
+                 "[{method}]").format(reserved=format_bytes(self.reserved_bytes),
+                                      peak_reserved=format_bytes(self.peak_reserved_bytes), **sizes)
 
 
 #: Lines the profiler's C++ side writes to file descriptor 2 that say nothing about the learner's code:
@@ -374,7 +379,8 @@ def track_memory(device: str | torch.device | None = None, method: str = "auto")
         dev.synchronize(d)
         stats.peak_bytes, stats.current_bytes = table.peak, table.live
     else:
-        raise ValueError(f"method must be 'auto', 'cuda', 'profiler' or 'tensors', not {method!r}")
+        raise ValueError(_("method must be 'auto', 'cuda', 'profiler' or 'tensors', not {method!r}").format(
+            method=method))
 
 
 def _memory_deltas(prof: torch.profiler.profile, device_type: Any) -> list[int]:
@@ -475,12 +481,13 @@ class MemoryBudget:
 
     def __init__(self, limit_bytes: int, device: str | torch.device | None = None, use_cuda_limit: bool = False) -> None:
         if limit_bytes <= 0:
-            raise ValueError(f"limit_bytes must be positive, got {limit_bytes}")
+            raise ValueError(_("limit_bytes must be positive, got {limit_bytes}").format(limit_bytes=limit_bytes))
         self.limit_bytes = int(limit_bytes)
         self.device = _device(device)
         self.use_cuda_limit = use_cuda_limit
         if use_cuda_limit and self.device.type != "cuda":
-            raise ValueError(f"use_cuda_limit=True needs a CUDA device; the budget is on {self.device}")
+            raise ValueError(_("use_cuda_limit=True needs a CUDA device; the budget is on {device}").format(
+                device=self.device))
         self.oom_count = 0
         self._table = _LiveTable()
         self._modes: list[Any] = []
@@ -508,11 +515,12 @@ class MemoryBudget:
         self.oom_count += 1
         # The text starts as CUDA's own does ("CUDA out of memory. Tried to allocate ..."), so recovery
         # code that checks the message (``"out of memory" in str(err)``, the idiom from before
-        # torch.OutOfMemoryError existed) behaves here as it would on a GPU.
+        # torch.OutOfMemoryError existed) behaves here as it would on a GPU; the Korean keeps that opening too.
         return torch.OutOfMemoryError(
-            f"CUDA out of memory (simulated: a MemoryBudget on {self.device}). Tried to allocate "
-            f"{format_bytes(need)}; {format_bytes(self._table.live)} of the {format_bytes(self.limit_bytes)} budget "
-            f"is already in use. A real GPU raises this same exception type."
+            _("CUDA out of memory (simulated: a MemoryBudget on {device}). Tried to allocate {need}; {live} of the "
+              "{limit} budget is already in use. A real GPU raises this same exception type.").format(
+                device=self.device, need=format_bytes(need), live=format_bytes(self._table.live),
+                limit=format_bytes(self.limit_bytes))
         )
 
     def __enter__(self) -> MemoryBudget:
@@ -535,9 +543,10 @@ class MemoryBudget:
         else:
             mode.__exit__(exc_type, exc, tb)
 
-    def __repr__(self) -> str:
-        return (f"MemoryBudget({format_bytes(self.limit_bytes)} on {self.device}: live {format_bytes(self.live_bytes)}, "
-                f"peak {format_bytes(self.peak_bytes)}, {self.oom_count} refused)")
+    def __repr__(self) -> str:  # what a chapter prints (``f"{budget}"``): a learner's reading, so translated
+        return _("MemoryBudget({limit} on {device}: live {live}, peak {peak}, {refused} refused)").format(
+            limit=format_bytes(self.limit_bytes), device=self.device, live=format_bytes(self.live_bytes),
+            peak=format_bytes(self.peak_bytes), refused=self.oom_count)
 
 
 @dataclasses.dataclass
@@ -703,13 +712,22 @@ def measure_anatomy(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch
                    activations=fwd.current_bytes, peak=whole.peak_bytes)
 
 
+def _pad(text: str, width: int, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` columns, a wide character (Hangul) taking two, so that a Korean
+    table's columns line up in a monospaced font as an English one's do (``f"{text:<18}"`` counts characters)."""
+    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    space = " " * max(0, width - columns)
+    return space + text if right else text + space
+
+
 def anatomy_table(estimated: Anatomy, measured: Anatomy) -> str:
     """The two anatomies side by side, one line per part, in MiB."""
-    rows = [("parameters", estimated.parameters, measured.parameters),
-            ("gradients", estimated.gradients, measured.gradients),
-            ("optimizer state", estimated.optimizer_state, measured.optimizer_state),
-            ("activations", estimated.activations, measured.activations),
-            ("peak of the step", None, measured.peak)]
-    lines = [f"{'':<18}{'estimated':>14}{'measured':>14}"]
-    lines += [f"{name:<18}{format_bytes(e):>14}{format_bytes(m):>14}" for name, e, m in rows]
+    rows = [(_("parameters"), estimated.parameters, measured.parameters),
+            (_("gradients"), estimated.gradients, measured.gradients),
+            (_("optimizer state"), estimated.optimizer_state, measured.optimizer_state),
+            (_("activations"), estimated.activations, measured.activations),
+            (_("peak of the step"), None, measured.peak)]
+    lines = [_pad("", 18) + _pad(_("estimated"), 14, right=True) + _pad(_("measured"), 14, right=True)]
+    lines += [_pad(name, 18) + _pad(format_bytes(e), 14, right=True) + _pad(format_bytes(m), 14, right=True)
+              for name, e, m in rows]
     return "\n".join(lines)

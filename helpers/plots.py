@@ -2,7 +2,9 @@
 
 Charts are small and readable on a laptop screen; every chart says on it
 which device and torch version measured it, because the numbers are this
-machine's, not a universal truth.
+machine's, not a universal truth. A title or axis label a chapter passes in
+goes through the catalog too (:func:`_label`): the chapter's English is the
+message, so the Korean edition draws it in Korean.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import torch
+
+from helpers.i18n import _
 
 __all__ = ["new_figure", "plot_lanes", "plot_sweep", "stamp"]
 
@@ -27,8 +31,8 @@ def new_figure(ncols: int = 1, width: float = 5.0, height: float = 3.4, **kwargs
 
 def stamp(fig, device: Any) -> None:
     """Write the device and torch version in the figure's corner: where the numbers came from."""
-    fig.text(0.99, 0.01, f"measured on {device}, torch {torch.__version__}", ha="right", va="bottom",
-             fontsize=7, alpha=0.6)
+    where = _("measured on {device}, torch {version}").format(device=_label(str(device)), version=torch.__version__)
+    fig.text(0.99, 0.01, where, ha="right", va="bottom", fontsize=7, alpha=0.6)
     fig.tight_layout()
 
 
@@ -57,7 +61,7 @@ def plot_sweep(ax, lines: Mapping[Any, Iterable[Any]], x: str, y: str, *, scale:
     if log:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-    ax.set(xlabel=xlabel or x, ylabel=ylabel or y, title=title)
+    ax.set(xlabel=_label(xlabel or x), ylabel=_label(ylabel or y), title=_label(title))
     ax.legend(fontsize=8)
     return ax
 
@@ -75,10 +79,18 @@ def plot_lanes(ax, lanes: Mapping[str, Iterable[tuple[float, float]]], *, title:
         ax.broken_barh(spans, (row - 0.35, 0.7), color=f"C{row}")
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
-    ax.set(xlabel=f"time ({unit})", title=title)
+    ax.set(xlabel=_("time ({unit})").format(unit=unit), title=_label(title))
     ax.grid(True, axis="x", alpha=0.3)
     ax.grid(False, axis="y")
     return ax
+
+
+def _label(text: str) -> str:
+    """A caller's title or label in the current language: its English is the catalog's message.
+
+    The empty string stays empty: gettext's translation of ``""`` is the catalog's header, not a label.
+    """
+    return _(text) if text else text
 
 
 def _field(point: Any, name: str) -> Any:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers.i18n import _
+from helpers.i18n import N_, _
 from helpers.units import format_bytes, format_rate, format_seconds
 
 SCHEMA = 1
@@ -29,72 +30,76 @@ SCHEMA = 1
 PROVENANCE_FIELDS = ("device", "driver", "torch", "cuda", "python", "date", "command")
 
 #: chapter -> figure key -> (unit, what it is). Units: "s", "FLOP/s", "B/s", "B", "x" (a ratio), "%" (a share),
-#: "n" (a size), "text" (a message or report, shown verbatim).
+#: "n" (a size), "text" (a message or report, shown verbatim). What it is is shown to the learner: marked with ``N_``,
+#: translated where it is shown.
 FIGURES: dict[str, dict[str, tuple[str, str]]] = {
     "02_devices": {
-        "env_report": ("text", "`python -m helpers env` on the GPU machine"),
+        "env_report": ("text", N_("`python -m helpers env` on the GPU machine")),
     },
     "01_why_gpus": {
-        "cpu_matmul_best": ("FLOP/s", "float32 matrix product, best of the sweep, on that machine's CPU"),
-        "gpu_matmul_best": ("FLOP/s", "float32 matrix product, best of the sweep, on the GPU"),
-        "gpu_matmul_best_n": ("n", "size n of the GPU's best matrix product"),
-        "speedup_smallest": ("x", "GPU speed over CPU speed at the smallest size of the sweep (n=16)"),
-        "speedup_largest": ("x", "GPU speed over CPU speed at the largest size of the sweep (n=2048)"),
-        "crossover_n": ("n", "size from which the GPU beats the CPU beyond the noise at every larger size"),
-        "gpu_call_floor": ("s", "one call of the cheapest GPU operation (add 1 to one number)"),
-        "gpu_copy_bandwidth": ("B/s", "bytes per second of a plain device copy, n=8192 float32"),
-        "gpu_add_bandwidth": ("B/s", "bytes per second of an element-wise add, n=8192 float32"),
-        "bench_report": ("text", "`python -m helpers bench` on the GPU machine"),
+        "cpu_matmul_best": ("FLOP/s", N_("float32 matrix product, best of the sweep, on that machine's CPU")),
+        "gpu_matmul_best": ("FLOP/s", N_("float32 matrix product, best of the sweep, on the GPU")),
+        "gpu_matmul_best_n": ("n", N_("size n of the GPU's best matrix product")),
+        "speedup_smallest": ("x", N_("GPU speed over CPU speed at the smallest size of the sweep (n=16)")),
+        "speedup_largest": ("x", N_("GPU speed over CPU speed at the largest size of the sweep (n=2048)")),
+        "crossover_n": ("n", N_("size from which the GPU beats the CPU beyond the noise at every larger size")),
+        "gpu_call_floor": ("s", N_("one call of the cheapest GPU operation (add 1 to one number)")),
+        "gpu_copy_bandwidth": ("B/s", N_("bytes per second of a plain device copy, n=8192 float32")),
+        "gpu_add_bandwidth": ("B/s", N_("bytes per second of an element-wise add, n=8192 float32")),
+        "bench_report": ("text", N_("`python -m helpers bench` on the GPU machine")),
     },
     "03_memory": {
-        "allocated_after_alloc": ("B", "memory_allocated() after a 64 MiB tensor is made"),
-        "reserved_after_alloc": ("B", "memory_reserved() then"),
-        "allocated_after_free": ("B", "memory_allocated() after `del x`"),
-        "reserved_after_free": ("B", "memory_reserved() after `del x`: the cache keeps the block"),
-        "reserved_after_empty_cache": ("B", "memory_reserved() after torch.cuda.empty_cache()"),
-        "oom_message": ("text", "a real torch.OutOfMemoryError message (asking for more than the whole GPU)"),
+        "allocated_after_alloc": ("B", N_("memory_allocated() after a 64 MiB tensor is made")),
+        "reserved_after_alloc": ("B", N_("memory_reserved() then")),
+        "allocated_after_free": ("B", N_("memory_allocated() after `del x`")),
+        "reserved_after_free": ("B", N_("memory_reserved() after `del x`: the cache keeps the block")),
+        "reserved_after_empty_cache": ("B", N_("memory_reserved() after torch.cuda.empty_cache()")),
+        "oom_message": ("text", N_("a real torch.OutOfMemoryError message (asking for more than the whole GPU)")),
     },
     "04_dataloader": {
-        "h2d_pageable_bandwidth": ("B/s", "host-to-GPU copy of 64 MiB from ordinary (pageable) memory"),
-        "h2d_pinned_bandwidth": ("B/s", "the same copy from pinned memory"),
-        "h2d_blocking_call": ("s", "time for .to(cuda) of pinned 64 MiB to return (waits for the copy)"),
-        "h2d_nonblocking_call": ("s", "time for .to(cuda, non_blocking=True) of pinned 64 MiB to return"),
+        "h2d_pageable_bandwidth": ("B/s", N_("host-to-GPU copy of 64 MiB from ordinary (pageable) memory")),
+        "h2d_pinned_bandwidth": ("B/s", N_("the same copy from pinned memory")),
+        "h2d_blocking_call": ("s", N_("time for .to(cuda) of pinned 64 MiB to return (waits for the copy)")),
+        "h2d_nonblocking_call": ("s", N_("time for .to(cuda, non_blocking=True) of pinned 64 MiB to return")),
     },
     "05_mixed_precision": {
-        "step_fp32": ("s", "one Adam step of chapter 05's GPU model (MLP 1024-4096-4096-1, batch 4096), float32"),
-        "step_bf16": ("s", "the same step under bfloat16 autocast"),
-        "step_fp16_scaler": ("s", "the same step under float16 autocast with a GradScaler"),
-        "matmul_fp32_ieee": ("FLOP/s", "float32 matrix product n=8192, full float32 (TF32 off)"),
-        "matmul_fp32_tf32": ("FLOP/s", "the same product with TF32 allowed"),
-        "matmul_bf16": ("FLOP/s", "the same product in bfloat16"),
-        "peak_fp32": ("B", "peak memory of the float32 step"),
-        "peak_bf16": ("B", "peak memory of the bfloat16 autocast step"),
+        "step_fp32": ("s", N_("one Adam step of chapter 05's GPU model (MLP 1024-4096-4096-1, batch 4096), float32")),
+        "step_bf16": ("s", N_("the same step under bfloat16 autocast")),
+        "step_fp16_scaler": ("s", N_("the same step under float16 autocast with a GradScaler")),
+        "matmul_fp32_ieee": ("FLOP/s", N_("float32 matrix product n=8192, full float32 (TF32 off)")),
+        "matmul_fp32_tf32": ("FLOP/s", N_("the same product with TF32 allowed")),
+        "matmul_bf16": ("FLOP/s", N_("the same product in bfloat16")),
+        "peak_fp32": ("B", N_("peak memory of the float32 step")),
+        "peak_bf16": ("B", N_("peak memory of the bfloat16 autocast step")),
     },
     "06_multi_gpu": {
-        "gpu_count": ("n", "GPUs on the machine that ran the check"),
+        "gpu_count": ("n", N_("GPUs on the machine that ran the check")),
     },
     "07_troubleshooting": {
-        "device_assert_message": ("text", "a real device-side assert: index 10 into 10 classes, in a child process"),
+        "device_assert_message": ("text", N_("a real device-side assert: index 10 into 10 classes, in a child "
+                                             "process")),
     },
     "08_speed": {
-        "loop_noisy_step": ("s", "one step of chapter 08's train_noisily (3 host syncs a step), batch 256"),
-        "loop_quiet_step": ("s", "one step of the same loop with every host read after the loop"),
-        "streams_one_stream": ("s", "8 pinned 16 MiB batches copied and computed on one stream (speed.copy_and_compute)"),
-        "streams_side_stream": ("s", "the same with each next batch copied on a side stream"),
-        "overlap_one_stream": ("%", "share of the copies' time during which a kernel ran, one stream (from a trace)"),
-        "overlap_side_stream": ("%", "the same share with the side stream"),
-        "compile_s": ("s", "compiling chapter 08's MLP block (first call less a steady call), batch 64"),
-        "compile_eager": ("s", "one call of the MLP block, batch 64, eager"),
-        "compile_compiled": ("s", "the same call, torch.compile (default mode)"),
-        "compile_small_eager": ("s", "one call of the MLP block, batch 8, eager"),
-        "compile_small_default": ("s", "the same, torch.compile (default mode)"),
-        "compile_small_reduce_overhead": ("s", "the same, torch.compile(mode=\"reduce-overhead\"): CUDA graphs"),
-        "adamw_foreach": ("s", "one AdamW step over 24 Linear(128, 128) layers, foreach=True"),
-        "adamw_fused": ("s", "the same step, fused=True"),
-        "sdpa": ("s", "F.scaled_dot_product_attention, q/k/v of shape (8, 8, 512, 64)"),
-        "naive_attention": ("s", "softmax(q k^T / sqrt(d)) v written out, the same shapes"),
-        "cudnn_benchmark_off": ("s", "Conv2d(32, 64, 3) on (16, 32, 56, 56), cudnn.benchmark off"),
-        "cudnn_benchmark_on": ("s", "the same convolution, cudnn.benchmark on"),
+        "loop_noisy_step": ("s", N_("one step of chapter 08's train_noisily (3 host syncs a step), batch 256")),
+        "loop_quiet_step": ("s", N_("one step of the same loop with every host read after the loop")),
+        "streams_one_stream": ("s", N_("8 pinned 16 MiB batches copied and computed on one stream "
+                                       "(speed.copy_and_compute)")),
+        "streams_side_stream": ("s", N_("the same with each next batch copied on a side stream")),
+        "overlap_one_stream": ("%", N_("share of the copies' time during which a kernel ran, one stream (from a "
+                                       "trace)")),
+        "overlap_side_stream": ("%", N_("the same share with the side stream")),
+        "compile_s": ("s", N_("compiling chapter 08's MLP block (first call less a steady call), batch 64")),
+        "compile_eager": ("s", N_("one call of the MLP block, batch 64, eager")),
+        "compile_compiled": ("s", N_("the same call, torch.compile (default mode)")),
+        "compile_small_eager": ("s", N_("one call of the MLP block, batch 8, eager")),
+        "compile_small_default": ("s", N_("the same, torch.compile (default mode)")),
+        "compile_small_reduce_overhead": ("s", N_("the same, torch.compile(mode=\"reduce-overhead\"): CUDA graphs")),
+        "adamw_foreach": ("s", N_("one AdamW step over 24 Linear(128, 128) layers, foreach=True")),
+        "adamw_fused": ("s", N_("the same step, fused=True")),
+        "sdpa": ("s", N_("F.scaled_dot_product_attention, q/k/v of shape (8, 8, 512, 64)")),
+        "naive_attention": ("s", N_("softmax(q k^T / sqrt(d)) v written out, the same shapes")),
+        "cudnn_benchmark_off": ("s", N_("Conv2d(32, 64, 3) on (16, 32, 56, 56), cudnn.benchmark off")),
+        "cudnn_benchmark_on": ("s", N_("the same convolution, cudnn.benchmark on")),
     },
 }
 
@@ -132,8 +137,9 @@ class StoredResults:
     def label(self) -> str:
         """The line shown beside every stored figure: the device, versions, date and command."""
         p = self.provenance
-        return (f"measured on {p['device']}, torch {p['torch']} (CUDA {p['cuda']}, driver {p['driver']}), "
-                f"Python {p['python']}, {p['date'][:10]}, by `{p['command']}`")
+        return _("measured on {device}, torch {torch} (CUDA {cuda}, driver {driver}), Python {python}, {date}, by "
+                 "`{command}`").format(device=p["device"], torch=p["torch"], cuda=p["cuda"], driver=p["driver"],
+                                       python=p["python"], date=p["date"][:10], command=p["command"])
 
 
 def format_value(value: Any, unit: str) -> str:
@@ -247,7 +253,7 @@ def write(chapter: str, figures: dict[str, Any], provenance: dict[str, str], roo
 
 
 def report(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
-           mine_label: str = "this machine", root: Path | None = None) -> str:
+           mine_label: str = N_("this machine"), root: Path | None = None) -> str:
     """Stored GPU figures ``keys`` of ``chapter`` beside the reader's own (``mine``: key -> value), as text.
 
     Every stored column is headed by its device and followed by its provenance line. With nothing stored
@@ -272,19 +278,35 @@ def _text(chapter: str, keys: list[str], mine: dict[str, Any], mine_label: str, 
     numbers = [k for k in keys if FIGURES[chapter][k][0] != "text"]
     lines = []
     if numbers:
-        header = ["figure", *([mine_label] if mine else []), *[r.device for r in runs]]
-        rows = [[FIGURES[chapter][k][1], *([format_value(mine.get(k), FIGURES[chapter][k][0])] if mine else []),
-                 *[r.figures[k].text() if k in r.figures else f"- ({r.skipped.get(k, 'not measured')})" for r in runs]]
+        header = [_("figure"), *([_(mine_label) if mine_label else ""] if mine else []), *[r.device for r in runs]]
+        rows = [[_(FIGURES[chapter][k][1]), *([format_value(mine.get(k), FIGURES[chapter][k][0])] if mine else []),
+                 *[r.figures[k].text() if k in r.figures else f"- ({_skipped(r, k)})" for r in runs]]
                 for k in numbers]
-        widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-        lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+        widths = [max(_display_width(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+        lines += ["  ".join(_pad(str(c), w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
     for k in keys:
         if FIGURES[chapter][k][0] == "text":
             for r in runs:
-                body = r.figures[k].value if k in r.figures else f"(not stored: {r.skipped.get(k, 'not measured')})"
-                lines += ["", f"{FIGURES[chapter][k][1]}, {r.device}:", str(body).rstrip()]
+                body = (r.figures[k].value if k in r.figures else
+                        _("(not stored: {reason})").format(reason=_skipped(r, k)))
+                lines += ["", f"{_(FIGURES[chapter][k][1])}, {r.device}:", str(body).rstrip()]
     lines += ["", *[f"{r.device}: {r.label()}" for r in runs]]
     return "\n".join(lines).lstrip("\n")
+
+
+def _skipped(run: StoredResults, key: str) -> str:
+    """Why ``run`` stored no ``key``: the reason the run gave (as it wrote it), else "not measured"."""
+    return run.skipped[key] if key in run.skipped else _("not measured")
+
+
+def _display_width(text: str) -> int:
+    """Columns ``text`` takes in a notebook's output: Hangul take two each, so the Korean table stays aligned."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int) -> str:
+    """``text.ljust(width)`` by columns taken rather than characters (:func:`_display_width`)."""
+    return text + " " * (width - _display_width(text))
 
 
 #: Chapter -> the figures whose cell printed the "nothing stored" paragraph in this process (see :func:`show`).
@@ -292,7 +314,7 @@ _TOLD_NOTHING_STORED: dict[str, tuple[str, ...]] = {}
 
 
 def show(chapter: str, keys: list[str], mine: dict[str, Any] | None = None, *,
-         mine_label: str = "this machine", root: Path | None = None) -> list[StoredResults]:
+         mine_label: str = N_("this machine"), root: Path | None = None) -> list[StoredResults]:
     """Print :func:`report` and return the stored runs it used (empty when none is stored).
 
     With nothing stored, the paragraph that says why is printed once per chapter; a later cell of the same

@@ -58,6 +58,7 @@ from helpers import benchmark
 from helpers import device as dev
 from helpers import errors
 from helpers import memory
+from helpers.i18n import N_, _
 
 __all__ = [
     "DeviceActivity",
@@ -173,7 +174,7 @@ MISTAKES: dict[str, tuple[str, Callable[[], Any]]] = {
 def reproduce(name: str) -> BaseException:
     """Make the mistake ``name`` (a key of :data:`MISTAKES`) and return the exception torch raised."""
     if name not in MISTAKES:
-        raise KeyError(f"no mistake called {name!r}; choose one of {sorted(MISTAKES)}")
+        raise KeyError(_("no mistake called {name!r}; choose one of {names}").format(name=name, names=sorted(MISTAKES)))
     try:
         MISTAKES[name][1]()
     except Exception as err:  # noqa: BLE001 - the exception is the result
@@ -226,26 +227,33 @@ def cuda_assert_in_subprocess(blocking: bool = True, timeout: float = 120.0) -> 
     RuntimeError on a machine without CUDA.
     """
     if not torch.cuda.is_available():
-        raise RuntimeError("cuda_assert_in_subprocess needs a CUDA GPU; this machine has none")
+        raise RuntimeError(_("cuda_assert_in_subprocess needs a CUDA GPU; this machine has none"))
+    # the child prints labels the learner reads: translated here, handed to the child as Python literals
+    said = {key: repr(text) for key, text in {
+        "lazy": _("loss computed lazily; reading it:"), "first": _("FIRST ERROR:"),
+        "worked": _("AFTERWARDS: a new CUDA call worked"), "broken": _("AFTERWARDS, a fresh torch.ones on CUDA:"),
+    }.items()}
     code = (
         "import torch\n"
         "logits = torch.randn(4, 10, device='cuda')\n"
         "labels = torch.tensor([1, 2, 10, 3], device='cuda')\n"
         "try:\n"
         "    loss = torch.nn.functional.cross_entropy(logits, labels)\n"
-        "    print('loss computed lazily; reading it:', flush=True)\n"
+        f"    print({said['lazy']}, flush=True)\n"
         "    print(loss.item())\n"
         "except RuntimeError as err:\n"
-        "    print('FIRST ERROR:', err, flush=True)\n"
+        f"    print({said['first']}, err, flush=True)\n"
         "try:\n"
         "    torch.ones(1, device='cuda') + 1\n"
         "    torch.cuda.synchronize()\n"
-        "    print('AFTERWARDS: a new CUDA call worked')\n"
+        f"    print({said['worked']})\n"
         "except RuntimeError as err:\n"
-        "    print('AFTERWARDS, a fresh torch.ones on CUDA:', str(err).splitlines()[0])\n"
+        f"    print({said['broken']}, str(err).splitlines()[0])\n"
     )
-    env = {**os.environ, "CUDA_LAUNCH_BLOCKING": "1" if blocking else "0"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout)
+    # UTF-8 both ways: the labels may be Korean, whatever the console's own encoding is (cp949 on Windows)
+    env = {**os.environ, "CUDA_LAUNCH_BLOCKING": "1" if blocking else "0", "PYTHONIOENCODING": "utf-8"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", env=env, timeout=timeout)
     return (done.stdout + done.stderr).strip()
 
 
@@ -263,26 +271,28 @@ OOM_FORMAT = (
     "Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
 )
 
+#: (a fragment of torch's sentence, what it tells you): the fragments are torch's words, the meanings are shown
 _OOM_MEANINGS = [
-    ("Tried to allocate", "the one allocation that failed: often small; what matters is what was already held"),
-    ("total capacity", "the GPU's memory, and how much of it was free at that moment (other processes count too)"),
-    ("Process", "another process on the same GPU holds this much (nvidia-smi lists it)"),
-    ("this process has", "everything this process holds: tensors, the allocator's cache and the CUDA context"),
-    ("allocated by PyTorch", "live tensors (torch.cuda.memory_allocated) and the allocator's unused cache "
-                             "(reserved - allocated): a large cache means fragmentation"),
-    ("expandable_segments", "the fix for fragmentation: set PYTORCH_ALLOC_CONF (or the older name the "
-                            "message uses, PYTORCH_CUDA_ALLOC_CONF: torch reads both) before CUDA starts"),
-    ("See documentation", "the allocator's settings, documented"),
-    ("CUDA out of memory", "the exception: torch.OutOfMemoryError, a RuntimeError you can catch"),
+    ("Tried to allocate", N_("the one allocation that failed: often small; what matters is what was already held")),
+    ("total capacity", N_("the GPU's memory, and how much of it was free at that moment (other processes count "
+                          "too)")),
+    ("Process", N_("another process on the same GPU holds this much (nvidia-smi lists it)")),
+    ("this process has", N_("everything this process holds: tensors, the allocator's cache and the CUDA context")),
+    ("allocated by PyTorch", N_("live tensors (torch.cuda.memory_allocated) and the allocator's unused cache "
+                                "(reserved - allocated): a large cache means fragmentation")),
+    ("expandable_segments", N_("the fix for fragmentation: set PYTORCH_ALLOC_CONF (or the older name the "
+                               "message uses, PYTORCH_CUDA_ALLOC_CONF: torch reads both) before CUDA starts")),
+    ("See documentation", N_("the allocator's settings, documented")),
+    ("CUDA out of memory", N_("the exception: torch.OutOfMemoryError, a RuntimeError you can catch")),
 ]
 
 
 def oom_lines(text: str) -> list[tuple[str, str]]:
-    """Split an out-of-memory message into sentences, each with what it tells you."""
+    """Split an out-of-memory message into sentences, each with what it tells you (in the learner's language)."""
     sentences = [s.strip() for s in text.replace(".  ", ". ").split(". ") if s.strip()]
     out = []
     for sentence in sentences:
-        meaning = next((m for key, m in _OOM_MEANINGS if key in sentence), "")
+        meaning = next((_(m) for key, m in _OOM_MEANINGS if key in sentence), "")
         out.append((sentence.rstrip(".") + ".", meaning))
     return out
 
@@ -291,11 +301,12 @@ def cuda_memory_report(device: str | torch.device | None = None) -> str:
     """``mem_get_info`` and an abbreviated ``memory_summary`` on CUDA; on other devices, what is missing."""
     d = torch.device(device) if device is not None else dev.pick_device()
     if d.type != "cuda" or not torch.cuda.is_available():
-        return (f"no CUDA device here ({d}): torch.cuda.mem_get_info() raises on a CPU-only build and "
-                "torch.cuda.memory_summary() has no statistics to print; on a GPU they show the free/total "
-                "memory and the caching allocator's allocated/reserved table.")
+        return _("no CUDA device here ({device}): torch.cuda.mem_get_info() raises on a CPU-only build and "
+                 "torch.cuda.memory_summary() has no statistics to print; on a GPU they show the free/total "
+                 "memory and the caching allocator's allocated/reserved table.").format(device=d)
     free, total = torch.cuda.mem_get_info(d)
-    head = f"mem_get_info: {memory.format_bytes(free)} free of {memory.format_bytes(total)} on {d}"
+    head = _("mem_get_info: {free} free of {total} on {device}").format(
+        free=memory.format_bytes(free), total=memory.format_bytes(total), device=d)
     return head + "\n" + torch.cuda.memory_summary(d, abbreviated=True)
 
 
@@ -338,6 +349,9 @@ def nonfinite_grads(model: nn.Module) -> list[str]:
 def stop_at_nonfinite(model: nn.Module) -> Iterator[None]:
     """While the block runs, raise at the first module of ``model`` whose output holds a NaN or an Inf.
 
+    The error is a :class:`helpers.errors.NonFiniteError` (a RuntimeError), which :func:`explain_error` reads
+    as ``nan`` in either language.
+
     A forward hook on every module (``register_forward_hook``) checks its
     output with ``torch.isfinite``. Hooks run as each module finishes, inner
     modules before the containers around them, so the error names the module
@@ -351,8 +365,10 @@ def stop_at_nonfinite(model: nn.Module) -> Iterator[None]:
             for out in outputs:
                 if isinstance(out, torch.Tensor) and out.is_floating_point() and not bool(torch.isfinite(out).all()):
                     bad = "NaN" if bool(torch.isnan(out).any()) else "Inf"
-                    raise RuntimeError(f"non-finite output ({bad}) from module {name!r} "
-                                       f"({type(module).__name__}): the first one whose output is not finite")
+                    # a type of its own: explain_error says "nan" whatever language the message is in
+                    raise errors.NonFiniteError(_(
+                        "non-finite output ({bad}) from module {name!r} ({kind}): the first one whose output is not "
+                        "finite").format(bad=bad, name=name, kind=type(module).__name__))
         return check
 
     handles = [m.register_forward_hook(hook(name or type(model).__name__)) for name, m in model.named_modules()]
@@ -372,7 +388,7 @@ def train_losses(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float, 
     """
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
-    for _ in range(steps):
+    for _step in range(steps):  # not `_`: that name translates in this module
         opt.zero_grad(set_to_none=True)
         loss = nn.functional.mse_loss(model(x), y)
         loss.backward()
@@ -392,7 +408,7 @@ def numbered_class_batches(n_batches: int = 4, batch_size: int = 32, features: i
     range. ``scale`` multiplies the features (a large one makes huge logits).
     """
     if min(n_batches, batch_size, features, classes) <= 0:
-        raise ValueError("n_batches, batch_size, features and classes must all be positive")
+        raise ValueError(_("n_batches, batch_size, features and classes must all be positive"))
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(features, classes, generator=g)
     x = torch.randn(n_batches * batch_size, features, generator=g)
@@ -470,7 +486,8 @@ class SlowDataset(Dataset):
 
     def __init__(self, n: int = 64, features: int = 32, classes: int = 4, delay_s: float = 0.002, seed: int = 0):
         if n <= 0 or delay_s < 0:
-            raise ValueError(f"n must be positive and delay_s not negative, got n={n}, delay_s={delay_s}")
+            raise ValueError(_("n must be positive and delay_s not negative, got n={n}, delay_s={delay_s}").format(
+                n=n, delay_s=delay_s))
         g = torch.Generator().manual_seed(seed)
         self.x = torch.randn(n, features, generator=g)
         self.y = (self.x @ torch.randn(features, classes, generator=g)).argmax(dim=1)  # learnable labels
@@ -492,7 +509,7 @@ def _trace_events(trace: str | Path | Mapping) -> list[dict]:
             data = json.load(f)
     events = data.get("traceEvents") if isinstance(data, Mapping) else None
     if not isinstance(events, list):
-        raise ValueError(f"{trace!s:.80} is not a Chrome trace: it has no 'traceEvents' list")
+        raise ValueError(_("{trace!s:.80} is not a Chrome trace: it has no 'traceEvents' list").format(trace=trace))
     return events
 
 
@@ -604,7 +621,8 @@ def slowest_region(trace: str | Path | Mapping, names: list[str] | None = None) 
     """The region of :func:`region_totals` with the most time."""
     totals = region_totals(trace, names)
     if not totals:
-        raise ValueError("the trace has no record_function regions: wrap the step's parts in record_function(name)")
+        raise ValueError(_("the trace has no record_function regions: wrap the step's parts in "
+                           "record_function(name)"))
     return max(totals, key=totals.get)
 
 
@@ -641,7 +659,7 @@ def log_training(writer: Any, model: nn.Module, optimizer: torch.optim.Optimizer
     method = "cuda" if device.type == "cuda" else "tensors"
     step = 0
     model.to(device).train()
-    for _ in range(epochs):
+    for _epoch in range(epochs):  # not `_`: that name translates in this module
         for x, y in loader:
             start = clock()
             with memory.track_memory(device, method=method) as mem:
@@ -666,7 +684,8 @@ def read_scalars(logdir: str | Path, tag: str) -> list[tuple[int, float]]:
     acc = EventAccumulator(str(logdir))
     acc.Reload()
     if tag not in acc.Tags().get("scalars", []):
-        raise KeyError(f"no scalar {tag!r} in {logdir}; it has {acc.Tags().get('scalars', [])}")
+        raise KeyError(_("no scalar {tag!r} in {logdir}; it has {tags}").format(
+            tag=tag, logdir=logdir, tags=acc.Tags().get("scalars", [])))
     return [(e.step, e.value) for e in acc.Scalars(tag)]
 
 
@@ -703,6 +722,7 @@ def _wait_for_url(proc: subprocess.Popen, log: Any, timeout: float) -> str:
             return found.group(1)
         if proc.poll() is not None:
             log.seek(0)
-            raise RuntimeError(f"tensorboard exited with code {proc.returncode}: {log.read()[-500:]}")
+            raise RuntimeError(_("tensorboard exited with code {code}: {log}").format(
+                code=proc.returncode, log=log.read()[-500:]))
         time.sleep(0.1)
-    raise TimeoutError(f"tensorboard printed no URL within {timeout:.0f} s")
+    raise TimeoutError(_("tensorboard printed no URL within {timeout:.0f} s").format(timeout=timeout))

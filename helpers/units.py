@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from helpers.i18n import _
+
 
 def format_seconds(seconds: float | None) -> str:
     """``0.0123`` -> ``"12.3 ms"``: the unit a reader takes in at a glance."""
@@ -32,7 +34,7 @@ def format_rate(per_second: float | None, unit: str = "FLOP/s") -> str:
 def format_bytes(n: float | None) -> str:
     """``1536`` -> ``'1.50 KiB'``: binary units, as ``torch.cuda.memory_summary`` prints them."""
     if n is None:
-        return "n/a"
+        return _("n/a")
     sign = "-" if n < 0 else ""
     n = abs(float(n))
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

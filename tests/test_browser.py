@@ -80,13 +80,15 @@ def shots(tmp_path):
 
 
 @contextlib.contextmanager
-def lab_server(cwd: Path, env: dict, view: str, log: Path):
-    """JupyterLab as `make lab` / `make lab-instructor` start it (that view first on the config path), in ``cwd``."""
+def lab_server(cwd: Path, env: dict, view: str | tuple[str, ...], log: Path):
+    """JupyterLab as `make lab` / `make lab-instructor` start it (that view first on the config path), in ``cwd``;
+    ``("learner", "korean")``: the learner view of the Korean edition (`make lab COURSE_LANG=ko`)."""
     port = free_port()
     root = ["--allow-root"] if os.getuid() == 0 else []
     command = [str(Path(sys.executable).parent / "jupyter"), "lab", *root, "--ServerApp.root_dir=.", "--no-browser",
                f"--port={port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}"]
-    env = dict(env, JUPYTER_CONFIG_PATH=str(ROOT / ".jupyter" / view))
+    views = (view,) if isinstance(view, str) else view
+    env = dict(env, JUPYTER_CONFIG_PATH=os.pathsep.join(str(ROOT / ".jupyter" / v) for v in views))
     with open(log, "w") as out:
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -251,3 +253,56 @@ def instructor_sees_the_grade(page, base, machine, shots):
     full = f"{machine.max_score():g} / {machine.max_score():g}"
     page.locator("tr", has_text=LEARNER).get_by_text(full).wait_for(timeout=30_000)
     shots(page, "grade-in-formgrader")
+
+
+@pytest.mark.slow
+def test_a_korean_learner_gets_korean_menus_text_and_check_messages(tmp_path, chromium, shots):
+    """The Korean learner path (`make lab COURSE_LANG=ko`): JupyterLab's menus in Korean, the chapter's text in
+    Korean, and after Run All on the blank chapter its checks say in Korean what is missing."""
+    from helpers import i18n
+
+    home, chapter = tmp_path / "learner", "00_start"
+    home.mkdir()
+    notebook = home / f"{chapter}.ipynb"
+    shutil.copy(ROOT / "ko" / "notebooks" / chapter / f"{chapter}.ipynb", notebook)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
+    env.update(HOME=str(home), COURSE_LANG="ko", COURSE_DEVICE="cpu", JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        with lab_server(home, env, ("learner", "korean"), tmp_path / "korean-lab.log") as base:
+            page.goto(f"{base}/lab/tree/{notebook.name}?token={TOKEN}")
+            page.wait_for_selector("#jp-main-dock-panel", timeout=SERVER_START_S * 1000)
+            page.get_by_role("menuitem", name="실행", exact=True).wait_for(timeout=60_000)  # JupyterLab speaks Korean
+            page.locator(f"{SHOWN} .jp-RenderedMarkdown h1", has_text="시작하기").first.wait_for(timeout=60_000)
+            shots(page, "korean-lab")
+            page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"Python 3.*")).first.wait_for(timeout=60_000)
+            page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").first.click()
+            page.get_by_role("menuitem", name="실행", exact=True).click()
+            page.get_by_text("모든 셀 실행", exact=True).click()
+            deadline = time.monotonic() + NOTEBOOK_RUN_MS / 1000
+            while not all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in page.evaluate(PROMPTS) or ["x"]):
+                assert time.monotonic() < deadline, "Run All did not finish in the Korean edition"
+                page.wait_for_timeout(500)
+            page.keyboard.press("Control+s")
+            page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
+                                   timeout=30_000)
+            shots(page, "korean-ran")
+    except BaseException:
+        with contextlib.suppress(Exception):
+            shots(page, "korean-failed")
+        raise
+    finally:
+        page.close()
+    assert_ran_to_the_end(notebook)
+    before = i18n._chosen
+    i18n.use("ko")
+    try:
+        unwritten = i18n._("`{name}` is not written yet: replace `raise NotImplementedError()` in its cell with your "
+                           "code, run that cell, then run this check again.").format(name="count_parameters")
+    finally:
+        i18n._chosen = before
+    assert unwritten.isascii() is False
+    outputs = [o.get("evalue", "") + o.get("text", "") for c in nbformat.read(str(notebook), as_version=4).cells
+               if c.cell_type == "code" for o in c.outputs]
+    assert any(unwritten[:30] in text for text in outputs), f"no Korean check message among: {outputs[-3:]}"

@@ -217,7 +217,8 @@ def execute(steps: list[Step], work: Path, out: Path, logs: Path, command: str) 
     """Run the steps in order within the budget, then store the results; print a line per step."""
     deadline = time.monotonic() + BUDGET_S
     logs.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SITE), os.environ.get("PYTHONPATH")) if p)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SITE), os.environ.get("PYTHONPATH")) if p),
+           "COURSE_LANG": "en"}  # the stored reports (env, bench) are English whatever the GPU machine's locale
     failed = []
     for i, step in enumerate(steps, 1):
         start = time.monotonic()

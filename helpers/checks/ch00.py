@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from helpers.checks.core import CheckFailed, check_equal, solved
+from helpers.i18n import N_, _
 
 __all__ = ["ScaledConvNet", "TiedModel", "check_count", "conv_net", "counting_hint", "tied_model"]
 
@@ -80,35 +81,38 @@ def _wrong_counts(model: nn.Module) -> dict[str, int]:
     }
 
 
+# English here (N_), translated where a hint is shown (counting_hint).
 _HINTS = {
-    "frozen": ("that is every parameter, frozen ones included: frozen parameters (requires_grad=False) are not "
-               "trained, so skip them."),
-    "tied": ("a shared (tied) parameter was counted once per layer that holds it: it is one tensor, so it counts "
-             "once. model.parameters() yields each parameter once; a loop over model.modules() with "
-             "parameters(recurse=False) meets a shared one in every module that holds it (skip those already seen, "
-             "e.g. by id(p))."),
-    "nested": ("a parameter was counted more than once: model.parameters() already walks every submodule; calling "
-               "parameters() on each module of model.modules() counts the inner layers again (use "
-               "model.parameters() alone)."),
-    "two_dims": ("shape[0] * shape[1] is the size of a 2-d weight only: a convolution weight has 4 dimensions "
-                 "(out, in, kh, kw), a bias 1 and a scalar parameter 0. p.numel() counts the elements of any shape."),
+    "frozen": N_("that is every parameter, frozen ones included: frozen parameters (requires_grad=False) are not "
+                 "trained, so skip them."),
+    "tied": N_("a shared (tied) parameter was counted once per layer that holds it: it is one tensor, so it counts "
+               "once. model.parameters() yields each parameter once; a loop over model.modules() with "
+               "parameters(recurse=False) meets a shared one in every module that holds it (skip those already "
+               "seen, e.g. by id(p))."),
+    "nested": N_("a parameter was counted more than once: model.parameters() already walks every submodule; calling "
+                 "parameters() on each module of model.modules() counts the inner layers again (use "
+                 "model.parameters() alone)."),
+    "two_dims": N_("shape[0] * shape[1] is the size of a 2-d weight only: a convolution weight has 4 dimensions "
+                   "(out, in, kh, kw), a bias 1 and a scalar parameter 0. p.numel() counts the elements of any "
+                   "shape."),
 }
 
 
 def counting_hint(model: nn.Module, got: object, expected: int) -> str:
     """What a wrong count says about the code that produced it."""
     if isinstance(got, torch.Tensor):
-        return "return a Python int (sum the p.numel() values, or call .item() on a one-element tensor)."
+        return _("return a Python int (sum the p.numel() values, or call .item() on a one-element tensor).")
     if not isinstance(got, (int, float)) or isinstance(got, bool):
-        return "return the number of elements as an int."
+        return _("return the number of elements as an int.")
     for mistake, count in _wrong_counts(model).items():
         if got == count != expected:
-            return _HINTS[mistake]
+            return _(_HINTS[mistake])
     if got > expected:
-        return ("that is more than there are: a parameter was counted more than once, or a frozen one was counted. "
-                "Sum p.numel() over model.parameters() for the parameters with requires_grad.")
-    return ("count elements: sum p.numel() over model.parameters(). Counting tensors (len(list(model.parameters()))), "
-            "len(p) (the first dimension only) or a product of some of the sizes gives too little.")
+        return _("that is more than there are: a parameter was counted more than once, or a frozen one was "
+                 "counted. Sum p.numel() over model.parameters() for the parameters with requires_grad.")
+    return _("count elements: sum p.numel() over model.parameters(). Counting tensors "
+             "(len(list(model.parameters()))), len(p) (the first dimension only) or a product of some of the sizes "
+             "gives too little.")
 
 
 def _call(count_parameters: Callable[[nn.Module], int], model: nn.Module, what: str) -> object:
@@ -117,11 +121,11 @@ def _call(count_parameters: Callable[[nn.Module], int], model: nn.Module, what: 
         return solved(count_parameters, model)
     except (IndexError, TypeError) as err:
         shapes = sorted({tuple(p.shape) for p in model.parameters()}, key=len)
-        raise CheckFailed(
-            f"{what} raised {type(err).__name__}: {err}. This model's parameters have shapes "
-            f"{', '.join(map(str, shapes))}: a bias is 1-d and a scalar parameter 0-d (shape ()), so shape[1], "
-            "shape[0] or len(p) does not exist for every parameter. p.numel() counts the elements of any shape."
-        ) from None
+        raise CheckFailed(_(
+            "{what} raised {kind}: {err}. This model's parameters have shapes {shapes}: a bias is 1-d and a scalar "
+            "parameter 0-d (shape ()), so shape[1], shape[0] or len(p) does not exist for every parameter. "
+            "p.numel() counts the elements of any shape."
+        ).format(what=what, kind=type(err).__name__, err=err, shapes=", ".join(map(str, shapes)))) from None
 
 
 def check_count(count_parameters: Callable[[nn.Module], int], model: nn.Module, expected: int,

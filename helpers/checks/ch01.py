@@ -36,6 +36,7 @@ from helpers.checks.core import CheckFailed, check, check_equal, solved, warning
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine, cpu_only_machine
 from helpers.checks.patching import Change, patched
+from helpers.i18n import N_, _
 
 __all__ = [
     "FakeComparison",
@@ -57,9 +58,10 @@ __all__ = [
     "sync_routes",
 ]
 
-NEVER_CALLED = "time_on_device never called fn(): call it `warmup` times untimed, then `repeats` times timed."
-NO_WARMUP = ("no warm-up: make `warmup` untimed calls of fn() before the timed ones, so one-off start-up costs "
-             "are not measured.")
+# Messages used by more than one verdict: English here (N_), translated where they are shown (_()).
+NEVER_CALLED = N_("time_on_device never called fn(): call it `warmup` times untimed, then `repeats` times timed.")
+NO_WARMUP = N_("no warm-up: make `warmup` untimed calls of fn() before the timed ones, so one-off start-up costs "
+               "are not measured.")
 CROSSOVER = "helpers.benchmark:crossover"  # the course's crossover: judged by the crossover check only
 
 # Every public clock a learner's timer may read: name -> (owner, attribute, scale from seconds).
@@ -110,16 +112,18 @@ NOT_RECORDED = "Both events must be recorded before calculating elapsed time."
 NOT_COMPLETED = "Both events must be completed before calculating elapsed time."
 NO_EVENTS = "Tried to instantiate dummy base class Event"  # torch.cuda.Event() on a CPU-only build of torch
 
+# Each misuse in words (N_: translated where shown, by event_mistake), around torch's own error, which stays
+# English in both editions as torch raises it: {error} is filled from EVENT_ERRORS.
 EVENT_MISTAKES = {
-    "untimed": ("the events were created without enable_timing=True: torch.cuda.Event() cannot time anything "
-                "(elapsed_time raises ValueError: " + NOT_TIMED + ") Create both with "
-                "torch.cuda.Event(enable_timing=True)."),
-    "unrecorded": ("elapsed_time was called on an event that was never recorded (ValueError: " + NOT_RECORDED +
-                   ") Call start.record() before fn() and end.record() after it."),
-    "pending": ("elapsed_time was read before the end event had finished: the events were recorded, but the host "
-                "did not wait for the end event, so on a GPU the time is not known yet (RuntimeError: " +
-                NOT_COMPLETED + ") Call end.synchronize() after end.record() and before start.elapsed_time(end)."),
+    "untimed": N_("the events were created without enable_timing=True: torch.cuda.Event() cannot time anything "
+                  "(elapsed_time raises ValueError: {error}) Create both with torch.cuda.Event(enable_timing=True)."),
+    "unrecorded": N_("elapsed_time was called on an event that was never recorded (ValueError: {error}) Call "
+                     "start.record() before fn() and end.record() after it."),
+    "pending": N_("elapsed_time was read before the end event had finished: the events were recorded, but the host "
+                  "did not wait for the end event, so on a GPU the time is not known yet (RuntimeError: {error}) "
+                  "Call end.synchronize() after end.record() and before start.elapsed_time(end)."),
 }
+EVENT_ERRORS = {"untimed": NOT_TIMED, "unrecorded": NOT_RECORDED, "pending": NOT_COMPLETED}
 
 
 class SimulatedEvent:
@@ -421,21 +425,23 @@ def _device_text(device: Any) -> str:
 
 
 def _crash(err: Exception, device: Any, events_tried: bool = False) -> CheckFailed:
-    crashed = f"time_on_device raised {type(err).__name__} ({_first_line(err)}) timing work on the CPU"
+    crashed = {"kind": type(err).__name__, "error": _first_line(err)}
     if events_tried:
-        return CheckFailed(
-            f"{crashed} of a machine without a GPU, after it created a torch.cuda.Event: CUDA events exist only on "
-            f"a CUDA GPU (on a machine without one, torch.cuda.Event() raises). Time with events only when "
-            f"device.type == 'cuda', and time every other device with a host clock (time.perf_counter) and "
-            f"dev.synchronize(device).")
+        return CheckFailed(_(
+            "time_on_device raised {kind} ({error}) timing work on the CPU of a machine without a GPU, after it "
+            "created a torch.cuda.Event: CUDA events exist only on a CUDA GPU (on a machine without one, "
+            "torch.cuda.Event() raises). Time with events only when device.type == 'cuda', and time every other "
+            "device with a host clock (time.perf_counter) and dev.synchronize(device).").format(**crashed))
     if isinstance(device, str):
-        return CheckFailed(
-            f"{crashed} with the device given as a string, {device!r}. `device` may be a torch.device or "
-            f"a string: convert it first with device = torch.device(device) (a string has no .type).")
-    return CheckFailed(
-        f"{crashed} of a machine without a GPU. torch.cuda.synchronize() raises there (so do "
-        f"torch.accelerator.synchronize() and torch.mps.synchronize()): synchronise only a GPU "
-        f"(if device.type == 'cuda') or use dev.synchronize(device), which is safe everywhere.")
+        return CheckFailed(_(
+            "time_on_device raised {kind} ({error}) timing work on the CPU with the device given as a string, "
+            "{device!r}. `device` may be a torch.device or a string: convert it first with "
+            "device = torch.device(device) (a string has no .type).").format(device=device, **crashed))
+    return CheckFailed(_(
+        "time_on_device raised {kind} ({error}) timing work on the CPU of a machine without a GPU. "
+        "torch.cuda.synchronize() raises there (so do torch.accelerator.synchronize() and torch.mps.synchronize()): "
+        "synchronise only a GPU (if device.type == 'cuda') or use dev.synchronize(device), which is safe "
+        "everywhere.").format(**crashed))
 
 
 def _time_on_cpu(timer: Callable[..., Any], device: Any, **kwargs: Any) -> tuple[int, Any]:
@@ -472,18 +478,19 @@ def check_runs(time_on_device: Callable[..., Any], device: Any, warmup: int, rep
     """``time_on_device`` times real CPU work on a machine without a GPU and returns a number of seconds."""
     calls, result = _time_on_cpu(time_on_device, device, warmup=warmup, repeats=repeats)
     how = f"(fn, {_device_text(device)}, warmup={warmup}, repeats={repeats})"
-    check(calls > 0 or warmup + repeats == 0, NEVER_CALLED)
+    check(calls > 0 or warmup + repeats == 0, _(NEVER_CALLED))
     seconds = as_seconds(result)
     check(seconds is not None,
-          f"time_on_device{how} returned {result!r} ({type(result).__name__}); expected one number, the seconds per call.")
-    check(seconds >= 0, f"time_on_device{how} returned {seconds!r}, a negative time: subtract the start from the "
-                        f"end, end - start.")
+          _("time_on_device{how} returned {result!r} ({kind}); expected one number, the seconds per call.").format(
+              how=how, result=result, kind=type(result).__name__))
+    check(seconds >= 0, _("time_on_device{how} returned {seconds!r}, a negative time: subtract the start from the "
+                          "end, end - start.").format(how=how, seconds=seconds))
 
 
 def event_mistake(sim: SimulatedDevice) -> str | None:
     """The first misuse of an event's ``elapsed_time`` (see :data:`EVENT_MISTAKES`), in words; None if none."""
     mistakes = [m for _, m in sim.events("elapsed") if m != "ok"]
-    return EVENT_MISTAKES[mistakes[0]] if mistakes else None
+    return _(EVENT_MISTAKES[mistakes[0]]).format(error=EVENT_ERRORS[mistakes[0]]) if mistakes else None
 
 
 def event_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | None:
@@ -499,17 +506,25 @@ def event_verdict(sim: SimulatedDevice, result: Any, kernel_s: float) -> str | N
         return mistake
     seconds = as_seconds(result)
     if seconds is None:
-        return f"time_on_device returned {result!r} ({type(result).__name__}); expected one number, in seconds."
+        return _not_a_number(result)
     slack = 0.1 * kernel_s + 2 * sim.launch_s
     if abs(seconds - kernel_s) <= slack:
         return None
     got, each = format_seconds(seconds), format_seconds(kernel_s)
     if abs(seconds - kernel_s * 1e3) <= 1e3 * slack:
-        return (f"milliseconds returned as seconds: time_on_device returned {got} for work that takes {each} a "
-                f"call. start.elapsed_time(end) is in milliseconds: divide it by 1000 (elapsed_time(end) / 1e3).")
-    return (f"time_on_device returned {got} for work that takes {each} a call, timed with events: record the start "
-            f"event just before fn() and the end event just after it, start.record(); fn(); end.record(), then "
-            f"end.synchronize() and start.elapsed_time(end) / 1e3, and return the median of those seconds.")
+        return _("milliseconds returned as seconds: time_on_device returned {got} for work that takes {each} a "
+                 "call. start.elapsed_time(end) is in milliseconds: divide it by 1000 (elapsed_time(end) / 1e3)."
+                 ).format(got=got, each=each)
+    return _("time_on_device returned {got} for work that takes {each} a call, timed with events: record the start "
+             "event just before fn() and the end event just after it, start.record(); fn(); end.record(), then "
+             "end.synchronize() and start.elapsed_time(end) / 1e3, and return the median of those seconds."
+             ).format(got=got, each=each)
+
+
+def _not_a_number(result: Any) -> str:
+    """What a timer that returned something other than one number of seconds is told (two verdicts say it)."""
+    return _("time_on_device returned {result!r} ({kind}); expected one number, in seconds.").format(
+        result=result, kind=type(result).__name__)
 
 
 def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float, timer: Any = None) -> str | None:
@@ -523,12 +538,12 @@ def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float, timer: Any 
     """
     clocks = sim.events("clock")
     if not sim.calls:
-        return NEVER_CALLED
+        return _(NEVER_CALLED)
     if sim.events("elapsed"):
         return event_verdict(sim, result, kernel_s)
     if not clocks:
-        return ("time_on_device never read a host clock (perf_counter, monotonic, time.time): time each call with "
-                "one. (time.process_time and thread_time count CPU time, not wall-clock time.)")
+        return _("time_on_device never read a host clock (perf_counter, monotonic, time.time): time each call with "
+                 "one. (time.process_time and thread_time count CPU time, not wall-clock time.)")
     busy_reads = [i for i, (_, busy) in enumerate(clocks) if busy]
     if not busy_reads:
         return None  # what it returns is the business of the median check
@@ -536,16 +551,18 @@ def sync_verdict(sim: SimulatedDevice, result: Any, kernel_s: float, timer: Any 
     if not sim.events("sync") and (functions := sync_functions(timer)):
         return _guard_message(functions, sim.device, got, each)
     if not sim.events("sync"):
-        return (f"no synchronisation: time_on_device returned {got} for work that takes {each} a call on a "
-                f"(simulated) GPU, because it never synchronised the device, so the clock stopped when the work was "
-                f"queued, not when it was done. Call dev.synchronize(device) before every clock read.")
+        return _("no synchronisation: time_on_device returned {got} for work that takes {each} a call on a "
+                 "(simulated) GPU, because it never synchronised the device, so the clock stopped when the work was "
+                 "queued, not when it was done. Call dev.synchronize(device) before every clock read."
+                 ).format(got=got, each=each)
     if busy_reads == [0]:
-        return (f"the clock was started while the warm-up was still running on the device: synchronise after "
-                f"the warm-up, before the first clock read (time_on_device returned {got}; each call takes {each}).")
-    return (f"the clock was read while queued work was still running: time_on_device synchronised only "
-            f"before starting the clock, so it stopped the clock when the work was queued, not done "
-            f"(returned {got}; each call takes {each}). Synchronise before every clock read, the one that stops "
-            f"the clock included.")
+        return _("the clock was started while the warm-up was still running on the device: synchronise after "
+                 "the warm-up, before the first clock read (time_on_device returned {got}; each call takes {each})."
+                 ).format(got=got, each=each)
+    return _("the clock was read while queued work was still running: time_on_device synchronised only "
+             "before starting the clock, so it stopped the clock when the work was queued, not done "
+             "(returned {got}; each call takes {each}). Synchronise before every clock read, the one that stops "
+             "the clock included.").format(got=got, each=each)
 
 
 def _names(code: Any) -> set[str]:
@@ -597,13 +614,14 @@ def _guard_line(functions: Sequence[Any]) -> str | None:
 
 def _guard_message(functions: Sequence[Any], device: torch.device, got: str, each: str) -> str:
     line = _guard_line(functions)
-    quoted = f" (`{line}`)" if line else ""
-    return (f"the synchronisation never ran: time_on_device has a synchronize call, but on a (simulated) GPU, "
-            f"device={_device_text(device)}, the guard around it{quoted} was always false, so the clock stopped "
-            f"when the work was queued (it returned {got}; each call takes {each}). A torch.device never equals a "
-            f"string (torch.device('cuda') == 'cuda' is False), a device may be 'cuda:0' rather than 'cuda', and "
-            f"`is` compares identity, not value: test device.type == 'cuda' on a torch.device (after "
-            f"device = torch.device(device)), or call dev.synchronize(device), which is right on every device.")
+    quoted = f" (`{line}`)" if line else ""  # the learner's own code, quoted: the same in every language
+    return _("the synchronisation never ran: time_on_device has a synchronize call, but on a (simulated) GPU, "
+             "device={device}, the guard around it{quoted} was always false, so the clock stopped "
+             "when the work was queued (it returned {got}; each call takes {each}). A torch.device never equals a "
+             "string (torch.device('cuda') == 'cuda' is False), a device may be 'cuda:0' rather than 'cuda', and "
+             "`is` compares identity, not value: test device.type == 'cuda' on a torch.device (after "
+             "device = torch.device(device)), or call dev.synchronize(device), which is right on every device."
+             ).format(device=_device_text(device), quoted=quoted, got=got, each=each)
 
 
 def check_sync(time_on_device: Callable[..., Any], kernel_s: float, warmup: int, repeats: int,
@@ -616,10 +634,11 @@ def check_sync(time_on_device: Callable[..., Any], kernel_s: float, warmup: int,
 
 def check_warmup(time_on_device: Callable[..., Any], warmup: int, repeats: int, device: Any = None) -> None:
     """``fn`` is called ``warmup + repeats`` times."""
-    sim, _ = simulate_timer(time_on_device, "cpu", 0.001, device, warmup=warmup, repeats=repeats)
-    hint = (NEVER_CALLED if sim.calls == 0 else NO_WARMUP if sim.calls == repeats else
-            "fn must be called `warmup` times untimed (warm-up), then `repeats` times timed.")
-    check_equal(sim.calls, warmup + repeats, f"calls of fn with warmup={warmup}, repeats={repeats}", hint)
+    sim = simulate_timer(time_on_device, "cpu", 0.001, device, warmup=warmup, repeats=repeats)[0]  # `_` is gettext here
+    hint = (_(NEVER_CALLED) if sim.calls == 0 else _(NO_WARMUP) if sim.calls == repeats else
+            _("fn must be called `warmup` times untimed (warm-up), then `repeats` times timed."))
+    check_equal(sim.calls, warmup + repeats,
+                _("calls of fn with warmup={warmup}, repeats={repeats}").format(warmup=warmup, repeats=repeats), hint)
 
 
 def _middle(values: Sequence[float]) -> tuple[float, float]:
@@ -640,10 +659,11 @@ def untimed_warmup_verdict(sim: SimulatedDevice, result: Any, warmup: int, durat
         return None  # the call count and the statistic are the business of the checks around this one
     timed_warmups = warmup - min(warmup, sim.calls_before_first_clock())
     if timed_warmups and high < seconds <= max(durations) * (1 + 1e-3):
-        return (f"the warm-up was timed: {timed_warmups} of the {warmup} (slow) warm-up calls came after the first "
-                f"clock read, and time_on_device returned {format_seconds(seconds)} where the calls after the "
-                f"warm-up take {format_seconds(low)}. Make the warm-up calls first, untimed (or leave their "
-                f"times out), then time only the `repeats` calls.")
+        return _("the warm-up was timed: {timed} of the {warmup} (slow) warm-up calls came after the first "
+                 "clock read, and time_on_device returned {got} where the calls after the "
+                 "warm-up take {each}. Make the warm-up calls first, untimed (or leave their "
+                 "times out), then time only the `repeats` calls.").format(
+                     timed=timed_warmups, warmup=warmup, got=format_seconds(seconds), each=format_seconds(low))
     return None
 
 
@@ -659,27 +679,30 @@ def check_untimed_warmup(time_on_device: Callable[..., Any], durations: Sequence
 def _median_mistake(seconds: float, timed: Sequence[float]) -> str:
     """Which wrong statistic ``seconds`` is, in words (the result is not a median of ``timed``)."""
     low, high = _middle(timed)
-    what = f"time_on_device returned {format_seconds(seconds)} where the median call takes {format_seconds(low)}"
+    what = _("time_on_device returned {got} where the median call takes {median}").format(
+        got=format_seconds(seconds), median=format_seconds(low))
 
     def near(value: float) -> bool:
         return abs(seconds - value) <= 1e-3 * abs(value)
 
     if near(sum(timed)):
-        return what + ": that is the total of the timed calls. Return the median of the per-call times."
-    if near(sum(timed) / len(timed)):
-        return what + (": that is the mean, which one slow call pulls up. Return the median of the per-call "
-                       "times (statistics.median).")
-    if near(min(timed)):
-        return what + (": that is the minimum, the fastest call, not a typical one. Return the median of the "
-                       "per-call times (statistics.median).")
-    if _within(seconds, low, high, 1e9):
-        return what + ": that looks like nanoseconds. Return seconds (divide a *_ns clock by 1e9)."
-    if _within(seconds, low, high, 1e3):
-        return what + ": that looks like milliseconds. Return seconds, as the clock gives them."
-    if near(timed[len(timed) // 2]) or near(timed[(len(timed) - 1) // 2]):
-        return what + (": that is the middle time in the order the calls were made. Sort the times first "
-                       "(sorted(times)), or use statistics.median, which sorts them.")
-    return what + ". Return the median of the per-call times, in seconds."
+        mistake = _("{what}: that is the total of the timed calls. Return the median of the per-call times.")
+    elif near(sum(timed) / len(timed)):
+        mistake = _("{what}: that is the mean, which one slow call pulls up. Return the median of the per-call "
+                    "times (statistics.median).")
+    elif near(min(timed)):
+        mistake = _("{what}: that is the minimum, the fastest call, not a typical one. Return the median of the "
+                    "per-call times (statistics.median).")
+    elif _within(seconds, low, high, 1e9):
+        mistake = _("{what}: that looks like nanoseconds. Return seconds (divide a *_ns clock by 1e9).")
+    elif _within(seconds, low, high, 1e3):
+        mistake = _("{what}: that looks like milliseconds. Return seconds, as the clock gives them.")
+    elif near(timed[len(timed) // 2]) or near(timed[(len(timed) - 1) // 2]):
+        mistake = _("{what}: that is the middle time in the order the calls were made. Sort the times first "
+                    "(sorted(times)), or use statistics.median, which sorts them.")
+    else:
+        mistake = _("{what}. Return the median of the per-call times, in seconds.")
+    return mistake.format(what=what)
 
 
 def median_verdict(sim: SimulatedDevice, result: Any, durations: Sequence[float], repeats: int) -> str | None:
@@ -690,10 +713,10 @@ def median_verdict(sim: SimulatedDevice, result: Any, durations: Sequence[float]
     """
     seconds = as_seconds(result)
     if seconds is None:
-        return f"time_on_device returned {result!r} ({type(result).__name__}); expected one number, in seconds."
+        return _not_a_number(result)
     timed = list(durations[max(sim.calls - repeats, 0):sim.calls])
     if not timed:
-        return NEVER_CALLED
+        return _(NEVER_CALLED)
     windows = [timed, list(durations[sim.calls_before_first_clock():sim.calls])]
     if any(w and _within(seconds, *_middle(w)) for w in windows):
         return None
@@ -730,10 +753,12 @@ KEYS = ["accelerator", "sizes", "cpu_s", "accelerator_s", "speedup", "crossover"
 
 def _missing(result: Any, keys: Sequence[str]) -> str | None:
     if not isinstance(result, dict):
-        return f"compare_devices returned a {type(result).__name__}; expected a dict with the keys {list(keys)}."
+        return _("compare_devices returned a {kind}; expected a dict with the keys {keys}.").format(
+            kind=type(result).__name__, keys=list(keys))
     missing = [k for k in keys if k not in result]
     if missing:
-        return f"compare_devices returned a dict without the keys {missing}; expected all of {list(keys)}."
+        return _("compare_devices returned a dict without the keys {missing}; expected all of {keys}.").format(
+            missing=missing, keys=list(keys))
     return None
 
 
@@ -783,7 +808,8 @@ class FakeComparison:
             if tag is None and self._made_inside:
                 tag = self._made_inside[-1]
         if tag is None:
-            raise TypeError("the timer was given a function that is not the work make_work(size, device) returned")
+            raise TypeError(_("the timer was given a function that is not the work make_work(size, device) "
+                              "returned"))
         size, kind = tag
         self.log.append(("time", size, kind, _type(device)))
         return self.seconds[kind][sorted(self._sizes).index(size)]
@@ -811,18 +837,20 @@ class FakeComparison:
         if untimed and self.wrong_device():
             return self._wrong_device_message()
         if untimed:
-            return (f"the work for {untimed} (size, device) was not timed with the `timer` compare_devices was given: "
-                    f"call timer(fn, device), not time_on_device directly. The checks pass their own timer so that "
-                    f"they do not depend on how fast this machine is.")
+            return _("the work for {untimed} (size, device) was not timed with the `timer` compare_devices was "
+                     "given: call timer(fn, device), not time_on_device directly. The checks pass their own timer so "
+                     "that they do not depend on how fast this machine is.").format(untimed=untimed)
         if _floats(result["sizes"]) != [float(n) for n in sizes]:
-            return f"\"sizes\": got {result['sizes']!r}; expected the sizes given, {list(sizes)}."
+            return _('"sizes": got {got!r}; expected the sizes given, {sizes}.').format(got=result["sizes"],
+                                                                                       sizes=list(sizes))
         if result["accelerator"] is None:
-            return "\"accelerator\" is None although an accelerator was given; return the accelerator."
+            return _('"accelerator" is None although an accelerator was given; return the accelerator.')
         for key, want in (("cpu_s", self.seconds["cpu"]), ("accelerator_s", self.seconds["cuda"])):
             got = _floats(result[key])
             if got is None or len(got) != len(want) or any(abs(g - w) > 1e-9 * w for g, w in zip(got, want)):
-                return (f"\"{key}\": got {result[key]!r}; expected the timer's seconds per call for each size, "
-                        f"{want}. Time make_work(size, device) on each device with `timer`, in the order of the sizes.")
+                return _('"{key}": got {got!r}; expected the timer\'s seconds per call for each size, {want}. Time '
+                         "make_work(size, device) on each device with `timer`, in the order of the sizes.").format(
+                             key=key, got=result[key], want=want)
         return self._ratio_verdict(result["speedup"])
 
     def _ratio_verdict(self, speedup: Any) -> str | None:
@@ -831,9 +859,11 @@ class FakeComparison:
             if all(abs(g - s) <= 1e-6 * s for g, s in zip(got, want)):
                 return None
             if all(abs(g * s - 1) <= 1e-6 for g, s in zip(got, want)):
-                return (f"\"speedup\": got {got}, the inverted ratio accelerator / CPU; expected CPU time divided by "
-                        f"accelerator time, {want} (above 1 means the accelerator is faster).")
-        return f"\"speedup\": got {speedup!r}; expected cpu_s / accelerator_s per size, {want}."
+                return _('"speedup": got {got}, the inverted ratio accelerator / CPU; expected CPU time divided by '
+                         "accelerator time, {want} (above 1 means the accelerator is faster).").format(got=got,
+                                                                                                      want=want)
+        return _('"speedup": got {got!r}; expected cpu_s / accelerator_s per size, {want}.').format(got=speedup,
+                                                                                                   want=want)
 
     def crossover_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
         """Judged against the true speed-ups, the injected CPU seconds over the accelerator's.
@@ -868,25 +898,28 @@ class FakeComparison:
         n, kind, with_ = self.wrong_device()[0]
         sizes = sorted({e[0] for e in self.wrong_device()})
         if with_ not in self.seconds:
-            return (f"the work made on {kind} (size {n}) was timed with device={with_}: pass the timer the device "
-                    f"the inputs were made on, timer(fn, device), so it synchronises that device.")
-        return (f"inputs made on the wrong device: the {with_} timings (sizes {sizes}) timed work that "
-                f"make_work(size, {kind!r}) made, so they measure the {kind}, not the {with_}. Make each device's "
-                f"inputs on that device, fn = make_work(size, device), and time that fn with timer(fn, device).")
+            return _("the work made on {kind} (size {n}) was timed with device={with_}: pass the timer the device "
+                     "the inputs were made on, timer(fn, device), so it synchronises that device.").format(
+                         kind=kind, n=n, with_=with_)
+        return _("inputs made on the wrong device: the {with_} timings (sizes {sizes}) timed work that "
+                 "make_work(size, {kind!r}) made, so they measure the {kind}, not the {with_}. Make each device's "
+                 "inputs on that device, fn = make_work(size, device), and time that fn with timer(fn, device)."
+                 ).format(with_=with_, sizes=sizes, kind=kind)
 
     def setup_verdict(self, sizes: Sequence[int], devices: Sequence[str]) -> str | None:
         inside = [(n, k) for _, n, k, timed in (e for e in self.log if e[0] == "make") if timed]
         if inside:
-            return (f"inputs were created inside the timed region: make_work(size, device) ran while the timer was "
-                    f"timing (for {inside}). Call make_work before timing and pass the timer only the function it "
-                    f"returns, so creating the inputs is not measured.")
+            return _("inputs were created inside the timed region: make_work(size, device) ran while the timer was "
+                     "timing (for {inside}). Call make_work before timing and pass the timer only the function it "
+                     "returns, so creating the inputs is not measured.").format(inside=inside)
         if self.wrong_device():
             return self._wrong_device_message()
         made = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "make")}
         want = {(n, k) for n in sizes for k in devices}
         if not want <= made:
-            return (f"make_work was not called for every size on every device outside the timed region: missing "
-                    f"{sorted(want - made)}. Make the inputs on each device with make_work(size, device).")
+            return _("make_work was not called for every size on every device outside the timed region: missing "
+                     "{missing}. Make the inputs on each device with make_work(size, device).").format(
+                         missing=sorted(want - made))
         return None
 
     def no_accelerator_verdict(self, call: Callable[[], Any], sizes: Sequence[int]) -> str | None:
@@ -895,26 +928,26 @@ class FakeComparison:
         except AssertionError:
             raise
         except Exception as err:  # noqa: BLE001 - the learner's error is the outcome to report
-            return (f"with accelerator=None (no accelerator), compare_devices raised {type(err).__name__}: "
-                    f"{_first_line(err)}. "
-                    f"Time the CPU, then return None for \"accelerator\", \"accelerator_s\", \"speedup\" and "
-                    f"\"crossover\".")
+            return _("with accelerator=None (no accelerator), compare_devices raised {kind}: {error}. Time the CPU, "
+                     'then return None for "accelerator", "accelerator_s", "speedup" and "crossover".').format(
+                         kind=type(err).__name__, error=_first_line(err))
         if (msg := _missing(result, KEYS)) is not None:
-            return "with no accelerator: " + msg
+            return _("with no accelerator: {problem}").format(problem=msg)
         not_none = [k for k in ("accelerator", "accelerator_s", "speedup", "crossover") if result[k] is not None]
         if not_none:
-            return (f"with no accelerator (accelerator=None), {not_none} should be None: there is nothing to "
-                    f"compare the CPU with; got {[result[k] for k in not_none]}.")
+            return _("with no accelerator (accelerator=None), {keys} should be None: there is nothing to "
+                     "compare the CPU with; got {got}.").format(keys=not_none, got=[result[k] for k in not_none])
         other = sorted({e[2] for e in self.log if e[2] != "cpu"})
         if other:
-            return f"with no accelerator, compare_devices still made or timed work on {other}; use only the CPU."
+            return _("with no accelerator, compare_devices still made or timed work on {other}; use only the CPU."
+                     ).format(other=other)
         got = _floats(result["cpu_s"]) if result["cpu_s"] is not None else None
         if not any(e[0] == "time" for e in self.log):  # the given timer was ignored: the speed-up check says so
             if got is not None and len(got) == len(sizes) and all(v > 0 for v in got):
                 return None
         if got != [float(v) for v in self.seconds["cpu"]]:
-            return (f"with no accelerator, \"cpu_s\" should still hold the CPU's seconds per call, "
-                    f"{self.seconds['cpu']}; got {result['cpu_s']!r}.")
+            return _('with no accelerator, "cpu_s" should still hold the CPU\'s seconds per call, {want}; got '
+                     "{got!r}.").format(want=self.seconds["cpu"], got=result["cpu_s"])
         return None
 
 
@@ -926,16 +959,18 @@ def _same_size(got: Any, want: int | None) -> bool:
 
 
 def _crossover_mistake(got: Any, want: int | None, sizes: list[int], speedup: list[float]) -> str:
-    text = (f"\"crossover\": got {got!r}; expected {want!r}, for speed-ups {[round(s, 3) for s in speedup]} at "
-            f"sizes {sizes}: the crossover is the smallest size from which the accelerator is faster (speed-up > 1) "
-            f"at that size and every larger one; None if it is not faster at the largest size.")
+    text = _('"crossover": got {got!r}; expected {want!r}, for speed-ups {speedups} at sizes {sizes}: the crossover '
+             "is the smallest size from which the accelerator is faster (speed-up > 1) at that size and every larger "
+             "one; None if it is not faster at the largest size.").format(
+                 got=got, want=want, speedups=[round(s, 3) for s in speedup], sizes=sizes)
     first = next((n for n, s in zip(sizes, speedup) if s > 1), None)
     if got == first and first != want:
-        text += f" {first} is the first size where it wins, but it loses again at a larger size."
+        text += " " + _("{first} is the first size where it wins, but it loses again at a larger size.").format(
+            first=first)
     if any(s == 1 for s in speedup) and got == benchmark.crossover(sizes, [s + (s == 1) for s in speedup]):
-        text += " A speed-up of exactly 1 is a tie: the accelerator is not faster there."
+        text += " " + _("A speed-up of exactly 1 is a tie: the accelerator is not faster there.")
     if want == sizes[0] and got is None:
-        text += " The accelerator is faster at every size here, so the crossover is the smallest size."
+        text += " " + _("The accelerator is faster at every size here, so the crossover is the smallest size.")
     return text
 
 

@@ -28,6 +28,7 @@ from torch.nn import functional as F
 from helpers import memory
 from helpers.checks.core import CheckFailed, check, check_close, check_equal, check_type, solved
 from helpers.checks.patching import patched, record_calls
+from helpers.i18n import N_, _
 from helpers.models import flat_grads, flat_params
 
 __all__ = [
@@ -62,15 +63,15 @@ def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 # --------------------------------------------------------------------------- estimate-memory
 
-_PARTS = {"parameters": "parameter bytes", "gradients": "gradient bytes", "adam_state": "Adam state bytes"}
-_KEYS_HINT = "Return a dict with 'parameters', 'gradients' and 'adam_state'."
+_PARTS = {"parameters": N_("parameter bytes"), "gradients": N_("gradient bytes"), "adam_state": N_("Adam state bytes")}
+_KEYS_HINT = N_("Return a dict with 'parameters', 'gradients' and 'adam_state'.")
 
 
 def bits_hint(got: Any, expected: Any) -> str:
     """A sentence naming the bits-for-bytes slip when ``got`` is exactly 8 times ``expected``; else ``""``."""
     if isinstance(got, (int, float)) and isinstance(expected, (int, float)) and expected and got == 8 * expected:
-        return (" That is 8 times too much: torch.finfo(dtype).bits counts bits, and a byte has 8 of them "
-                "(bytes per element: torch.finfo(dtype).bits // 8, or dtype.itemsize).")
+        return " " + _("That is 8 times too much: torch.finfo(dtype).bits counts bits, and a byte has 8 of them "
+                       "(bytes per element: torch.finfo(dtype).bits // 8, or dtype.itemsize).")
     return ""
 
 
@@ -80,14 +81,21 @@ def _expected_bytes(model: nn.Module, dtype: torch.dtype) -> dict[str, int]:
     return {"parameters": est.parameters, "gradients": est.gradients, "adam_state": est.optimizer_state}
 
 
-_BUFFERS = ("Buffers (BatchNorm's running_mean, running_var, num_batches_tracked) are not parameters: count "
-            "model.parameters(), not model.state_dict() or model.buffers().")
-_TIED = ("A shared (tied) weight is one tensor and takes memory once: model.parameters() lists it once, "
-         "state_dict() and named_parameters(remove_duplicate=False) once per layer that uses it.")
-_FROZEN_PARAMS = ("A frozen parameter (requires_grad=False) gets no gradient, but it still takes memory: count "
-                  "every parameter in 'parameters', trainable or not.")
-_FROZEN_GRADS = "Frozen parameters (requires_grad=False) get no gradient and no Adam state: count only p.requires_grad."
-_TIED_GRADS = "A shared (tied) weight has one .grad and one Adam state, whatever the number of layers using it."
+# Sentences that several hints share (marked here, translated where a hint is put together)
+_BUFFERS = N_("Buffers (BatchNorm's running_mean, running_var, num_batches_tracked) are not parameters: count "
+              "model.parameters(), not model.state_dict() or model.buffers().")
+_TIED = N_("A shared (tied) weight is one tensor and takes memory once: model.parameters() lists it once, "
+           "state_dict() and named_parameters(remove_duplicate=False) once per layer that uses it.")
+_FROZEN_PARAMS = N_("A frozen parameter (requires_grad=False) gets no gradient, but it still takes memory: count "
+                    "every parameter in 'parameters', trainable or not.")
+_FROZEN_GRADS = N_("Frozen parameters (requires_grad=False) get no gradient and no Adam state: count only "
+                   "p.requires_grad.")
+_TIED_GRADS = N_("A shared (tied) weight has one .grad and one Adam state, whatever the number of layers using it.")
+
+
+def _sentences(*sentences: str) -> str:
+    """The sentences, each translated, joined by a space (the shared ones above are English until shown)."""
+    return " ".join(_(sentence) for sentence in sentences)
 
 
 def _numel(tensors: Any) -> int:
@@ -104,14 +112,15 @@ def _miscounts(model: nn.Module, part: str) -> list[tuple[int, str]]:
     every_use = [p for _, p in model.named_parameters(remove_duplicate=False)]
     if part == "parameters":
         trainable_only = _numel(p for p in params if p.requires_grad)
-        return [(_numel(model.state_dict().values()), "That is what counting model.state_dict() gives. " + _BUFFERS
-                 + " " + _TIED),
-                (_numel(params) + _numel(model.buffers()), "That count includes the buffers. " + _BUFFERS),
-                (_numel(every_use), "That count has a shared weight once per layer. " + _TIED),
-                (trainable_only, "That count leaves out the frozen parameters. " + _FROZEN_PARAMS)]
-    return [(_numel(params), "That count includes the frozen parameters. " + _FROZEN_GRADS),
-            (_numel(p for p in every_use if p.requires_grad), "That count has a shared weight once per layer. "
-             + _TIED_GRADS)]
+        return [(_numel(model.state_dict().values()),
+                 _sentences(N_("That is what counting model.state_dict() gives."), _BUFFERS, _TIED)),
+                (_numel(params) + _numel(model.buffers()),
+                 _sentences(N_("That count includes the buffers."), _BUFFERS)),
+                (_numel(every_use), _sentences(N_("That count has a shared weight once per layer."), _TIED)),
+                (trainable_only, _sentences(N_("That count leaves out the frozen parameters."), _FROZEN_PARAMS))]
+    return [(_numel(params), _sentences(N_("That count includes the frozen parameters."), _FROZEN_GRADS)),
+            (_numel(p for p in every_use if p.requires_grad),
+             _sentences(N_("That count has a shared weight once per layer."), _TIED_GRADS))]
 
 
 def _part_hint(model: nn.Module, part: str, got: Any, itemsize: int) -> str:
@@ -125,14 +134,16 @@ def _part_hint(model: nn.Module, part: str, got: Any, itemsize: int) -> str:
     tied = len(list(model.named_parameters(remove_duplicate=False))) > len(list(model.parameters()))
     frozen = any(not p.requires_grad for p in model.parameters())
     if part == "parameters":
-        hint = "Sum p.numel() over model.parameters() (any shape: 4-d conv weights, 1-d biases, 0-d scalars) and " \
-               "multiply by the bytes per element."
-        hint += (" " + _BUFFERS if has_buffers else "") + (" " + _TIED if tied else "")
-        return hint + (" " + _FROZEN_PARAMS if frozen else "")
-    hint = ("Every trainable parameter gets one gradient of its own size (p.numel() elements)." if part == "gradients"
-            else "Adam keeps two tensors per trainable parameter (exp_avg and exp_avg_sq), each of p.numel() "
-                 "elements: 2 x the gradient bytes.")
-    return hint + (" " + _FROZEN_GRADS if frozen else "") + (" " + _TIED_GRADS if tied else "")
+        first = N_("Sum p.numel() over model.parameters() (any shape: 4-d conv weights, 1-d biases, 0-d scalars) and "
+                   "multiply by the bytes per element.")
+        rules = [(has_buffers, _BUFFERS), (tied, _TIED), (frozen, _FROZEN_PARAMS)]
+    else:
+        first = (N_("Every trainable parameter gets one gradient of its own size (p.numel() elements).")
+                 if part == "gradients" else
+                 N_("Adam keeps two tensors per trainable parameter (exp_avg and exp_avg_sq), each of p.numel() "
+                    "elements: 2 x the gradient bytes."))
+        rules = [(frozen, _FROZEN_GRADS), (tied, _TIED_GRADS)]
+    return _sentences(first, *(sentence for applies, sentence in rules if applies))
 
 
 def check_training_memory(training_memory: Callable, model: nn.Module, part: str, label: str,
@@ -141,10 +152,12 @@ def check_training_memory(training_memory: Callable, model: nn.Module, part: str
     if part not in _PARTS:
         raise ValueError(f"part must be one of {sorted(_PARTS)}, not {part!r}")
     got = _run(training_memory, model, dtype)
-    check_type(got, dict, f"training_memory({label}, {dtype})", _KEYS_HINT)
-    check(part in got, f"training_memory({label}, {dtype}) returned a dict without the key {part!r}. {_KEYS_HINT}")
+    check_type(got, dict, f"training_memory({label}, {dtype})", _(_KEYS_HINT))
+    check(part in got, _("training_memory({label}, {dtype}) returned a dict without the key {part!r}.").format(
+        label=label, dtype=dtype, part=part) + " " + _(_KEYS_HINT))
     want = _expected_bytes(model, dtype)[part]
-    check_equal(got[part], want, f"training_memory({label}, {dtype})[{part!r}], the {_PARTS[part]}",
+    check_equal(got[part], want, _("training_memory({label}, {dtype})[{part!r}], the {bytes}").format(
+                    label=label, dtype=dtype, part=part, bytes=_(_PARTS[part])),
                 _part_hint(model, part, got[part], dtype.itemsize) + bits_hint(got[part], want))
 
 
@@ -156,13 +169,14 @@ def check_follows_dtype(training_memory: Callable, model: nn.Module, dtype: torc
     dtype is judged here (the other cells judge what is counted).
     """
     ref = _run(training_memory, model, ref_dtype)
-    check_type(ref, dict, f"training_memory({label}, {ref_dtype})", _KEYS_HINT)
+    check_type(ref, dict, f"training_memory({label}, {ref_dtype})", _(_KEYS_HINT))
     want = {key: value * dtype.itemsize // ref_dtype.itemsize for key, value in ref.items()}
     got = _run(training_memory, model, dtype)
-    check_equal(got, want, f"training_memory({label}, {dtype}), against its {ref_dtype} answer scaled by "
-                f"{dtype.itemsize}/{ref_dtype.itemsize}",
-                f"Use the bytes per element of the dtype argument ({dtype}: {dtype.itemsize}), not a fixed 4 and not "
-                f"the model's own dtype.")
+    check_equal(got, want, _("training_memory({label}, {dtype}), against its {ref_dtype} answer scaled by "
+                             "{size}/{ref_size}").format(label=label, dtype=dtype, ref_dtype=ref_dtype,
+                                                          size=dtype.itemsize, ref_size=ref_dtype.itemsize),
+                _("Use the bytes per element of the dtype argument ({dtype}: {size}), not a fixed 4 and not the "
+                  "model's own dtype.").format(dtype=dtype, size=dtype.itemsize))
 
 
 # --------------------------------------------------------------------------- max-batch-size
@@ -180,9 +194,10 @@ def search_result(fn: Callable[..., Any], step: Callable[[int], Any], budget: me
     except torch.OutOfMemoryError as err:
         escaped = str(err)
     raise CheckFailed(
-        f"`{getattr(fn, '__name__', 'the search')}` let torch.OutOfMemoryError escape ({escaped}); expected it to "
-        f"catch the error of every trial that does not fit and carry on. Recover: wrap each trial in "
-        f"`try: ... except torch.OutOfMemoryError:`, set a flag there, and try a smaller batch."
+        _("`{name}` let torch.OutOfMemoryError escape ({escaped}); expected it to catch the error of every trial "
+          "that does not fit and carry on. Recover: wrap each trial in `try: ... except torch.OutOfMemoryError:`, "
+          "set a flag there, and try a smaller batch.").format(name=getattr(fn, "__name__", _("the search")),
+                                                               escaped=escaped)
     )
 
 
@@ -234,16 +249,17 @@ def check_search_fits(max_batch_size: Callable, per_sample: int, fixed: int, lar
     step, budget = _search_case(per_sample, fixed, largest)
     kwargs, lo, hi = _bounds(start, limit)
     n = search_result(max_batch_size, step, budget, **kwargs)
-    check_type(n, int, "max_batch_size(...)", "Return the batch size as an int.")
+    check_type(n, int, "max_batch_size(...)", _("Return the batch size as an int."))
     if largest < lo:
-        check_equal(n, 0, f"max_batch_size when not even start={lo} samples fit",
-                    "Return 0 when step(start) already runs out of memory; returning start exceeds the budget.")
+        check_equal(n, 0, _("max_batch_size when not even start={lo} samples fit").format(lo=lo),
+                    _("Return 0 when step(start) already runs out of memory; returning start exceeds the budget."))
         return
     check(n <= hi and _fits(step, budget.limit_bytes, n),
-          f"with {per_sample} bytes per sample, a budget of {budget.limit_bytes} bytes and limit={hi}, max_batch_size "
-          f"returned {n}, which does not fit (the largest that fits is {largest}). It exceeds the budget: return the "
-          f"last size that fitted, not the first that failed (try limit itself before returning it), and run every "
-          f"trial inside `with budget:`.")
+          _("with {per_sample} bytes per sample, a budget of {budget} bytes and limit={hi}, max_batch_size returned "
+            "{n}, which does not fit (the largest that fits is {largest}). It exceeds the budget: return the last size "
+            "that fitted, not the first that failed (try limit itself before returning it), and run every trial "
+            "inside `with budget:`.").format(per_sample=per_sample, budget=budget.limit_bytes, hi=hi, n=n,
+                                             largest=largest))
 
 
 def check_largest(max_batch_size: Callable, per_sample: int, fixed: int, largest: int,
@@ -258,10 +274,11 @@ def check_largest(max_batch_size: Callable, per_sample: int, fixed: int, largest
     if not isinstance(n, int):
         return
     want = min(largest, hi)
-    case = f"with start={lo}, limit={hi} and room for {largest} samples, max_batch_size returned {n}; expected {want}."
-    check(n <= hi, f"{case} Never try or return a size beyond limit: double with min(2 * n, limit).")
-    check(n >= want, f"{case} Doubling alone stops at a power of two: after the first size that fails, bisect "
-          f"between the last size that fitted and it (and never go beyond limit).")
+    case = _("with start={lo}, limit={hi} and room for {largest} samples, max_batch_size returned {n}; expected "
+             "{want}.").format(lo=lo, hi=hi, largest=largest, n=n, want=want)
+    check(n <= hi, case + " " + _("Never try or return a size beyond limit: double with min(2 * n, limit)."))
+    check(n >= want, case + " " + _("Doubling alone stops at a power of two: after the first size that fails, bisect "
+                                    "between the last size that fitted and it (and never go beyond limit)."))
 
 
 def check_recovers_outside_except(max_batch_size: Callable, per_sample: int, fixed: int, largest: int) -> None:
@@ -272,10 +289,10 @@ def check_recovers_outside_except(max_batch_size: Callable, per_sample: int, fix
     held = [(n, b) for n, b in watched.calls if b > 0]
     if held:
         n, b = held[0]
-        raise CheckFailed(
-            f"when trial n={n} started, {b} bytes from an earlier trial were still held under the budget; expected 0. "
-            f"A failed trial's tensors stay alive while its exception does: do not retry inside `except` or keep the "
-            f"exception; set a flag there and recover after it.")
+        raise CheckFailed(_(
+            "when trial n={n} started, {b} bytes from an earlier trial were still held under the budget; expected 0. "
+            "A failed trial's tensors stay alive while its exception does: do not retry inside `except` or keep the "
+            "exception; set a flag there and recover after it.").format(n=n, b=b))
 
 
 def check_releases_everything(max_batch_size: Callable, per_sample: int, fixed: int, largest: int) -> None:
@@ -290,9 +307,10 @@ def check_releases_everything(max_batch_size: Callable, per_sample: int, fixed: 
         search_result(max_batch_size, step, budget)
     finally:
         gc.enable()
-    check_equal(budget.live_bytes, 0, "bytes still held under the budget after max_batch_size returned",
-                "Something from a trial is still held: keeping the exception (e.g. `last_error = err`) keeps every "
-                "frame of the failed trial, and its tensors, alive. Keep nothing from a trial; set a flag in `except`.")
+    check_equal(budget.live_bytes, 0, _("bytes still held under the budget after max_batch_size returned"),
+                _("Something from a trial is still held: keeping the exception (e.g. `last_error = err`) keeps every "
+                  "frame of the failed trial, and its tensors, alive. Keep nothing from a trial; set a flag in "
+                  "`except`."))
 
 
 def check_lets_other_errors_through(max_batch_size: Callable, step: Callable[[int], Any],
@@ -304,7 +322,7 @@ def check_lets_other_errors_through(max_batch_size: Callable, step: Callable[[in
         try:
             return step(n)
         except error as err:
-            raised.append(f"step({n}) raised {type(err).__name__}: {err}")
+            raised.append(_("step({n}) raised {kind}: {err}").format(n=n, kind=type(err).__name__, err=err))
             raise
 
     watched.__name__ = getattr(step, "__name__", "step")
@@ -313,12 +331,12 @@ def check_lets_other_errors_through(max_batch_size: Callable, step: Callable[[in
         _run(max_batch_size, watched, memory.MemoryBudget(budget_bytes, device="cpu"))
     except error:
         escaped = True
-    check(bool(raised), f"max_batch_size returned without ever reaching a size at which step raises "
-          f"{error.__name__} (a bug, not a full GPU); expected it to try growing sizes by calling step(n), and "
-          f"that error to reach the caller.")
-    check(escaped, f"{raised[0]} (a bug, not a full GPU) and max_batch_size carried on; expected that error to reach "
-          f"the caller. Catch only torch.OutOfMemoryError: it is a RuntimeError, but not every RuntimeError is out "
-          f"of memory, and not every exception.")
+    check(bool(raised), _("max_batch_size returned without ever reaching a size at which step raises {error} (a "
+                          "bug, not a full GPU); expected it to try growing sizes by calling step(n), and that error "
+                          "to reach the caller.").format(error=error.__name__))
+    check(escaped, _("{raised} (a bug, not a full GPU) and max_batch_size carried on; expected that error to reach the "
+                     "caller. Catch only torch.OutOfMemoryError: it is a RuntimeError, but not every RuntimeError is "
+                     "out of memory, and not every exception.").format(raised=raised[0]))
 
 
 # --------------------------------------------------------------------------- grad-accumulation
@@ -394,15 +412,16 @@ class Accumulated:
         if self.grad.norm() > 0:
             return
         if any(g.norm() > 0 for g in self.at_steps):
-            where = ("the step saw the gradient, and it was zeroed after the step. The task asks to leave it in .grad: "
-                     "zero the gradients once, at the start of the call (the next call zeroes them), not after the step.")
+            where = _("the step saw the gradient, and it was zeroed after the step. The task asks to leave it in "
+                      ".grad: zero the gradients once, at the start of the call (the next call zeroes them), not after "
+                      "the step.")
         elif self.at_steps:
-            where = ("it was already empty when optimizer.step() ran: the gradients were zeroed between the last "
-                     "backward() and the step, so the step had nothing to apply. Zero them once, at the start.")
+            where = _("it was already empty when optimizer.step() ran: the gradients were zeroed between the last "
+                      "backward() and the step, so the step had nothing to apply. Zero them once, at the start.")
         else:
-            where = "optimizer.step() was never called, and no backward() left a gradient."
-        raise CheckFailed(f"after accumulate_gradients every .grad is zero or missing (None); expected the big batch's "
-                          f"gradient. {where}")
+            where = _("optimizer.step() was never called, and no backward() left a gradient.")
+        raise CheckFailed(_("after accumulate_gradients every .grad is zero or missing (None); expected the big "
+                            "batch's gradient. {where}").format(where=where))
 
 
 def _accumulated(fn: Callable, kind: str, k: int, seed: int = 0) -> Accumulated:
@@ -426,9 +445,10 @@ def check_every_micro_batch_counts(accumulate_gradients: Callable, k: int, seed:
     """The accumulated gradient points where the big batch's does: no micro-batch was dropped."""
     run = _accumulated(accumulate_gradients, "mlp", k, seed)
     run.require_gradient_left()
-    check_close(run.grad / run.grad.norm(), run.want / run.want.norm(), f"direction of the accumulated gradient (k={k})",
-                "Some micro-batches are missing from the gradient: were the gradients zeroed in every micro-batch? "
-                "Zero them once, before the first micro-batch, so that backward() adds them up.")
+    check_close(run.grad / run.grad.norm(), run.want / run.want.norm(),
+                _("direction of the accumulated gradient (k={k})").format(k=k),
+                _("Some micro-batches are missing from the gradient: were the gradients zeroed in every micro-batch? "
+                  "Zero them once, before the first micro-batch, so that backward() adds them up."))
 
 
 def check_gradient_scale(accumulate_gradients: Callable, k: int, seed: int = 0) -> None:
@@ -436,11 +456,12 @@ def check_gradient_scale(accumulate_gradients: Callable, k: int, seed: int = 0) 
     run = _accumulated(accumulate_gradients, "last-only", k, seed)
     run.require_gradient_left()
     ratio = float(run.grad.norm() / run.want.norm())
-    check_close(run.grad, run.want, f"accumulated gradient (k={k}); it is {ratio:.2f} times the big batch's",
-                "Divide each micro-batch's loss by k: the loss function averages within a micro-batch, so k "
-                "backward passes add up k means, k times too large." if abs(ratio - k) < 0.5 else
-                "Divide each micro-batch's loss by k, and only that: the mean over the big batch is the mean of the "
-                "k micro-batch means.")
+    check_close(run.grad, run.want,
+                _("accumulated gradient (k={k}); it is {ratio:.2f} times the big batch's").format(k=k, ratio=ratio),
+                _("Divide each micro-batch's loss by k: the loss function averages within a micro-batch, so k "
+                  "backward passes add up k means, k times too large.") if abs(ratio - k) < 0.5 else
+                _("Divide each micro-batch's loss by k, and only that: the mean over the big batch is the mean of the "
+                  "k micro-batch means."))
 
 
 def check_one_step(accumulate_gradients: Callable, k: int, lr: float = 0.1, seed: int = 0) -> None:
@@ -455,18 +476,19 @@ def check_one_step(accumulate_gradients: Callable, k: int, lr: float = 0.1, seed
     with record_calls({"step": (optimizer, "step")}) as log:
         _run(accumulate_gradients, model, optimizer, F.mse_loss, x, y, k)
     steps = log.count("step")
-    check_equal(steps, 1, f"calls to optimizer.step() for k={k} micro-batches",
-                "optimizer.step() was never called: step once, after the last micro-batch." if steps == 0 else
-                "Step once, after the last micro-batch: stepping every micro-batch makes k small steps, each from a "
-                "part of the gradient, instead of one step with the big batch's gradient.")
+    check_equal(steps, 1, _("calls to optimizer.step() for k={k} micro-batches").format(k=k),
+                _("optimizer.step() was never called: step once, after the last micro-batch.") if steps == 0 else
+                _("Step once, after the last micro-batch: stepping every micro-batch makes k small steps, each from a "
+                  "part of the gradient, instead of one step with the big batch's gradient."))
     left = flat_grads(model, trainable_only=True)
     if left.norm() == 0:
         return  # .grad was emptied after the step: the gradient cells name that mistake, this one judges the step
     check_close(before - flat_params(model, trainable_only=True), lr * left,
-                f"the change of the parameters made by SGD(lr={lr}), against {lr} x what .grad holds afterwards",
-                "The step did not use the gradient that .grad holds afterwards: step after the last micro-batch's "
-                "backward, and after any scaling of the gradients (dividing .grad by k after the step changes .grad, "
-                "not the step that was taken).")
+                _("the change of the parameters made by SGD(lr={lr}), against {lr} x what .grad holds "
+                  "afterwards").format(lr=lr),
+                _("The step did not use the gradient that .grad holds afterwards: step after the last micro-batch's "
+                  "backward, and after any scaling of the gradients (dividing .grad by k after the step changes "
+                  ".grad, not the step that was taken)."))
 
 
 def check_zeroes_first(accumulate_gradients: Callable, k: int, seed: int = 0) -> None:
@@ -478,9 +500,11 @@ def check_zeroes_first(accumulate_gradients: Callable, k: int, seed: int = 0) ->
     _run(accumulate_gradients, model, optimizer, F.mse_loss, x, y, k)
     twice = flat_grads(model, trainable_only=True)
     ratio = float(twice.norm() / once.norm()) if once.norm() > 0 else float("nan")
-    check_close(twice, once, f".grad after a second call on the same batch; it is {ratio:.2f} times the first call's",
-                "The gradients of the previous call were still in .grad: zero the gradients once, before the first "
-                "micro-batch (optimizer.zero_grad()), so that each call accumulates from zero.")
+    check_close(twice, once,
+                _(".grad after a second call on the same batch; it is {ratio:.2f} times the first call's").format(
+                    ratio=ratio),
+                _("The gradients of the previous call were still in .grad: zero the gradients once, before the first "
+                  "micro-batch (optimizer.zero_grad()), so that each call accumulates from zero."))
 
 
 def check_one_micro_batch_alive(accumulate_gradients: Callable, k: int, seed: int = 0) -> None:
@@ -491,9 +515,9 @@ def check_one_micro_batch_alive(accumulate_gradients: Callable, k: int, seed: in
     with memory.track_memory("cpu", method="tensors") as peak:
         _run(accumulate_gradients, model, optimizer, F.mse_loss, x, y, k)
     check(peak.peak_bytes < 2 * one,
-          f"with k={k}, the peak memory of accumulate_gradients was {memory.format_bytes(peak.peak_bytes)}, "
-          f"{peak.peak_bytes / one:.1f} times that of forward and backward on one micro-batch "
-          f"({memory.format_bytes(one)}); expected less than twice it. Several micro-batches' activations were alive "
-          f"at once: run forward and then backward() on each micro-batch in turn, one backward per micro-batch, "
-          f"instead of summing the losses and calling backward once (or running every forward pass before the first "
-          f"backward).")
+          _("with k={k}, the peak memory of accumulate_gradients was {peak}, {ratio:.1f} times that of forward and "
+            "backward on one micro-batch ({one}); expected less than twice it. Several micro-batches' activations "
+            "were alive at once: run forward and then backward() on each micro-batch in turn, one backward per "
+            "micro-batch, instead of summing the losses and calling backward once (or running every forward pass "
+            "before the first backward).").format(k=k, peak=memory.format_bytes(peak.peak_bytes),
+                                                  ratio=peak.peak_bytes / one, one=memory.format_bytes(one)))

@@ -32,6 +32,7 @@ from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.machine import FakeMachine
 from helpers.ddp import PortableError, portable
+from helpers.i18n import _
 from helpers.machine import busy_factor
 
 _HELPERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -59,20 +60,23 @@ def _build(fn: Callable[..., Any], dataset: Dataset, device: Any, batch_size: in
     except ValueError as err:
         text = str(err)
         if "prefetch_factor" in text:
-            raise CheckFailed(f"{call} raised ValueError: {text} prefetch_factor with 0 workers is an error: "
-                              "there is no worker to prefetch. Pass prefetch_factor only when num_workers > 0.") from None
+            raise CheckFailed(_("{call} raised ValueError: {text} prefetch_factor with 0 workers is an error: there is "
+                                "no worker to prefetch. Pass prefetch_factor only when num_workers > 0.").format(
+                call=call, text=text)) from None
         if "persistent_workers" in text:
-            raise CheckFailed(f"{call} raised ValueError: {text} persistent_workers with 0 workers is an error: "
-                              "there is no worker to keep. Pass persistent_workers=True only when num_workers > 0.") from None
+            raise CheckFailed(_("{call} raised ValueError: {text} persistent_workers with 0 workers is an error: there "
+                                "is no worker to keep. Pass persistent_workers=True only when num_workers > 0.").format(
+                call=call, text=text)) from None
         raise
     except (AttributeError, TypeError) as err:
         if not isinstance(device, torch.device):
             raise
-        raise CheckFailed(f"{call} raised {type(err).__name__}: {err}. device may be a torch.device as well as a "
-                          "string (the task names both): torch.device(device).type reads either, e.g. "
-                          "torch.device(device).type == 'cuda'.") from None
-    check(isinstance(loader, DataLoader), f"{call} returned {type(loader).__name__}; expected a "
-          "torch.utils.data.DataLoader.")
+        raise CheckFailed(_("{call} raised {kind}: {err}. device may be a torch.device as well as a string (the task "
+                            "names both): torch.device(device).type reads either, e.g. "
+                            "torch.device(device).type == 'cuda'.").format(call=call, kind=type(err).__name__,
+                                                                           err=err)) from None
+    check(isinstance(loader, DataLoader), _("{call} returned {kind}; expected a torch.utils.data.DataLoader.").format(
+        call=call, kind=type(loader).__name__))
     return loader
 
 
@@ -91,50 +95,58 @@ def check_loader_pinning(fn: Callable[..., Any], machine: FakeMachine, device: A
     GPU (the same call pins no more on a machine without one), or nothing (always on).
     """
     pinned = _pins(fn, machine, device)
-    where = f"on a machine with {machine.cuda} CUDA GPU(s){' and MPS' if machine.mps else ''}"
-    said = f"loader_for(..., device={device!r}) {where}"
+    said = (_("loader_for(..., device={device!r}) on a machine with {cuda} CUDA GPU(s) and MPS") if machine.mps else
+            _("loader_for(..., device={device!r}) on a machine with {cuda} CUDA GPU(s)")).format(device=device,
+                                                                                                  cuda=machine.cuda)
     if expected:
-        check(pinned is True, f"{said} left pin_memory={pinned!r}: batches going to CUDA should come from "
-              "pinned memory, so that the copy can be asynchronous (non_blocking=True). Set pin_memory=True when "
-              "the device is a CUDA device, any index: torch.device(device).type == 'cuda' is True for 'cuda', "
-              "'cuda:1' and torch.device('cuda', 1) alike.")
+        check(pinned is True, _("{said} left pin_memory={pinned!r}: batches going to CUDA should come from pinned "
+                                "memory, so that the copy can be asynchronous (non_blocking=True). Set pin_memory=True "
+                                "when the device is a CUDA device, any index: torch.device(device).type == 'cuda' is "
+                                "True for 'cuda', 'cuda:1' and torch.device('cuda', 1) alike.").format(
+            said=said, pinned=pinned))
         return
     if not pinned:
         return
     kind = torch.device(device).type
     if kind == "mps":
-        raise CheckFailed(f"{said} set pin_memory=True: MPS does not use pinned memory. Pinned pages let a copy "
-                          "to a *CUDA* GPU run asynchronously; torch's DataLoader turns pin_memory off for MPS with a "
-                          "warning, and Apple's GPU shares its memory with the CPU. Pin only when "
-                          "torch.device(device).type == 'cuda'.")
+        raise CheckFailed(_("{said} set pin_memory=True: MPS does not use pinned memory. Pinned pages let a copy to a "
+                            "*CUDA* GPU run asynchronously; torch's DataLoader turns pin_memory off for MPS with a "
+                            "warning, and Apple's GPU shares its memory with the CPU. Pin only when "
+                            "torch.device(device).type == 'cuda'.").format(said=said))
     if machine.cuda and not _pins(fn, FakeMachine(mps=machine.mps), device):
-        raise CheckFailed(f"{said} set pin_memory=True, and on a machine without a GPU the same call did not: "
-                          "pinning followed what the machine has, not where the batches go. A GPU machine can "
-                          f"train on its CPU, and batches for {kind!r} gain nothing from pinned pages. pin follows "
-                          "the batches' device: decide from torch.device(device).type == 'cuda', not from "
-                          "torch.cuda.is_available().")
-    raise CheckFailed(f"{said} set pin_memory=True: pin_memory always on is the mistake. Pinning helps only copies "
-                      f"to CUDA; for batches that go to {kind!r} it costs time and pins nothing useful, and without "
-                      "CUDA torch only warns. Decide from the device the batches go to "
-                      "(torch.device(device).type == 'cuda'), not from torch.cuda.is_available().")
+        raise CheckFailed(_("{said} set pin_memory=True, and on a machine without a GPU the same call did not: "
+                            "pinning followed what the machine has, not where the batches go. A GPU machine can train "
+                            "on its CPU, and batches for {kind!r} gain nothing from pinned pages. pin follows the "
+                            "batches' device: decide from torch.device(device).type == 'cuda', not from "
+                            "torch.cuda.is_available().").format(said=said, kind=kind))
+    raise CheckFailed(_("{said} set pin_memory=True: pin_memory always on is the mistake. Pinning helps only copies to "
+                        "CUDA; for batches that go to {kind!r} it costs time and pins nothing useful, and without CUDA "
+                        "torch only warns. Decide from the device the batches go to "
+                        "(torch.device(device).type == 'cuda'), not from torch.cuda.is_available().").format(
+        said=said, kind=kind))
 
 
 def check_loader_workers(fn: Callable[..., Any], num_workers: int) -> None:
     """Workers are persistent and prefetch 4 batches each; without workers both stay unset."""
     with warnings_dropped(), FakeMachine().active():
         loader = _build(fn, TensorDataset(torch.arange(8)), "cpu", 4, num_workers, 0)
-    check(loader.num_workers == num_workers, f"loader_for(..., num_workers={num_workers}) made a loader with "
-          f"num_workers={loader.num_workers}: pass the count you were given.")
+    check(loader.num_workers == num_workers, _("loader_for(..., num_workers={asked}) made a loader with "
+                                               "num_workers={got}: pass the count you were given.").format(
+        asked=num_workers, got=loader.num_workers))
     if num_workers:
-        check(loader.persistent_workers is True, f"loader_for(..., num_workers={num_workers}) made a loader with persistent_workers="
-              f"{loader.persistent_workers!r}: workers are then started again every epoch (start-up paid each "
-              "time). Set persistent_workers=True when there are workers.")
-        check(loader.prefetch_factor == 4, f"loader_for(..., num_workers={num_workers}) made a loader with prefetch_factor="
-              f"{loader.prefetch_factor!r}; the task asks for 4 batches prepared ahead per worker.")
+        check(loader.persistent_workers is True, _("loader_for(..., num_workers={asked}) made a loader with "
+                                                   "persistent_workers={got!r}: workers are then started again every "
+                                                   "epoch (start-up paid each time). Set persistent_workers=True when "
+                                                   "there are workers.").format(asked=num_workers,
+                                                                                got=loader.persistent_workers))
+        check(loader.prefetch_factor == 4, _("loader_for(..., num_workers={asked}) made a loader with "
+                                             "prefetch_factor={got!r}; the task asks for 4 batches prepared ahead per "
+                                             "worker.").format(asked=num_workers, got=loader.prefetch_factor))
     else:
-        check(not loader.persistent_workers and loader.prefetch_factor is None, "loader_for(..., num_workers=0) "
-              f"made a loader with persistent_workers={loader.persistent_workers!r}, prefetch_factor="
-              f"{loader.prefetch_factor!r}: leave both unset without workers.")
+        check(not loader.persistent_workers and loader.prefetch_factor is None,
+              _("loader_for(..., num_workers=0) made a loader with persistent_workers={persistent!r}, "
+                "prefetch_factor={prefetch!r}: leave both unset without workers.").format(
+                  persistent=loader.persistent_workers, prefetch=loader.prefetch_factor))
 
 
 def _order(loader: DataLoader) -> list[int]:
@@ -155,17 +167,20 @@ def check_loader_order(fn: Callable[..., Any], n: int, batch_size: int, seeds: S
             orders = [_order(loader) for loader in loaders]
         finally:
             del loaders  # persistent workers end with their loaders, before any verdict
-    check(size == batch_size, f"loader_for(..., batch_size={batch_size}) made batches of {size}.")
-    check(isinstance(sampler, RandomSampler), "loader_for's loader does not shuffle (its sampler is "
-          f"{type(sampler).__name__}): pass shuffle=True.")
-    check(sorted(orders[0]) == list(range(n)), f"one epoch of loader_for's loader gave the items {sorted(orders[0])}; "
-          f"expected each of the {n} items once.")
-    check(orders[0] == orders[1], f"two loader_for loaders made with seed={seeds[0]} shuffled differently ({orders[0][:6]}... "
-          f"and {orders[1][:6]}...): the order is not reproducible. Give the DataLoader its own "
-          "generator=torch.Generator().manual_seed(seed); torch.manual_seed(seed) alone seeds the global generator, "
-          "which other code keeps drawing from.")
-    check(any(o != orders[0] for o in orders[2:]), f"loader_for loaders made with seeds {list(seeds)} all shuffled the same "
-          "way: use the seed you were given, not a constant.")
+    check(size == batch_size, _("loader_for(..., batch_size={batch_size}) made batches of {size}.").format(
+        batch_size=batch_size, size=size))
+    check(isinstance(sampler, RandomSampler), _("loader_for's loader does not shuffle (its sampler is {sampler}): pass "
+                                                "shuffle=True.").format(sampler=type(sampler).__name__))
+    check(sorted(orders[0]) == list(range(n)), _("one epoch of loader_for's loader gave the items {items}; expected "
+                                                 "each of the {n} items once.").format(items=sorted(orders[0]), n=n))
+    check(orders[0] == orders[1], _("two loader_for loaders made with seed={seed} shuffled differently ({one}... and "
+                                    "{other}...): the order is not reproducible. Give the DataLoader its own "
+                                    "generator=torch.Generator().manual_seed(seed); torch.manual_seed(seed) alone "
+                                    "seeds the global generator, which other code keeps drawing from.").format(
+        seed=seeds[0], one=orders[0][:6], other=orders[1][:6]))
+    check(any(o != orders[0] for o in orders[2:]), _("loader_for loaders made with seeds {seeds} all shuffled the same "
+                                                     "way: use the seed you were given, not a constant.").format(
+        seeds=list(seeds)))
 
 
 # --------------------------------------------------------------------------- exercise 2: pick_num_workers
@@ -183,8 +198,8 @@ class FakeMeasure:
         self.calls: dict[int, int] = {}
 
     def __call__(self, count: int) -> float:
-        check(count in self.table, f"pick_num_workers measured num_workers={count!r}, which is not one of the "
-              f"candidate counts {sorted(self.table)}.")
+        check(count in self.table, _("pick_num_workers measured num_workers={count!r}, which is not one of the "
+                                     "candidate counts {counts}.").format(count=count, counts=sorted(self.table)))
         k = self.calls.get(count, 0)
         self.calls[count] = k + 1
         value = self.table[count]
@@ -240,7 +255,9 @@ def _own_error(err: BaseException) -> str:
     if not frames:
         return ""
     last = frames[-1]
-    return f" (line {last.lineno}: `{last.line.strip()}`)" if last.line else f" (line {last.lineno})"
+    if last.line:
+        return _(" (line {lineno}: `{source}`)").format(lineno=last.lineno, source=last.line.strip())
+    return _(" (line {lineno})").format(lineno=last.lineno)
 
 
 def _from_measure(err: BaseException, measure: FakeMeasure) -> BaseException | None:
@@ -271,22 +288,29 @@ def check_pick(fn: Callable[..., Any], table: dict[int, Any], counts: Sequence[i
         except Exception as err:  # noqa: BLE001 - what it raised is the learner's mistake to report
             failure = _from_measure(err, measure)
             if failure is not None:
-                raise CheckFailed(f"{call} raised {type(err).__name__}: {err}, with measurements {{{measure.describe()}}}. "
-                                  "A count whose measurement fails (a worker that dies, too many open files) cannot be "
-                                  "used: catch the exception (any Exception, not one kind), print a line saying which "
-                                  "count failed and why, and skip that count.") from None
-            raise CheckFailed(f"{call} raised {type(err).__name__}: {err}{_own_error(err)}, with measurements "
-                              f"{{{measure.describe()}}}. That error comes from your function's own code, not from a "
-                              "measurement: fix that line.") from None
-    check(got == expected, f"{call} with measurements {{{measure.describe()}}} returned {got!r}; expected {expected}. "
-          f"{mistake or _pick_hint(measure, got, expected, margin, repeats)}")
+                raise CheckFailed(_("{call} raised {kind}: {err}, with measurements {{{measurements}}}. A count whose "
+                                    "measurement fails (a worker that dies, too many open files) cannot be used: catch "
+                                    "the exception (any Exception, not one kind), print a line saying which count "
+                                    "failed and why, and skip that count.").format(
+                    call=call, kind=type(err).__name__, err=err, measurements=measure.describe())) from None
+            raise CheckFailed(_("{call} raised {kind}: {err}{where}, with measurements {{{measurements}}}. That error "
+                                "comes from your function's own code, not from a measurement: fix that line.").format(
+                call=call, kind=type(err).__name__, err=err, where=_own_error(err),
+                measurements=measure.describe())) from None
+    check(got == expected, _("{call} with measurements {{{measurements}}} returned {got!r}; expected {expected}. "
+                             "{hint}").format(call=call, measurements=measure.describe(), got=got, expected=expected,
+                                              hint=mistake or _pick_hint(measure, got, expected, margin, repeats)))
+    # the example is code, the same in every language: a placeholder keeps its braces out of the message's fields
+    example = 'print(f"num_workers={count} skipped: {type(err).__name__}: {err}")'
     for count in counts:
         failure = table.get(count)
         if isinstance(failure, BaseException):
-            check(_mentions(said, count, failure), f"{call} skipped num_workers={count} (its measurement raised "
-                  f"{type(failure).__name__}: {failure}) but said nothing that names that count and why it failed (the error's type or message): the task asks for a printed line saying which "
-                  "count failed and why, e.g. print(f\"num_workers={count} skipped: {type(err).__name__}: {err}\"). "
-                  "A silent skip hides a broken setup. A line on stderr, a logging call or warnings.warn counts too.")
+            check(_mentions(said, count, failure),
+                  _("{call} skipped num_workers={count} (its measurement raised {kind}: {failure}) but said nothing "
+                    "that names that count and why it failed (the error's type or message): the task asks for a "
+                    "printed line saying which count failed and why, e.g. {example}. A silent skip hides a broken "
+                    "setup. A line on stderr, a logging call or warnings.warn counts too.").format(
+                      call=call, count=count, kind=type(failure).__name__, failure=failure, example=example))
 
 
 def _pick_hint(measure: FakeMeasure, got: Any, expected: int, margin: float, repeats: int) -> str:
@@ -294,17 +318,18 @@ def _pick_hint(measure: FakeMeasure, got: Any, expected: int, margin: float, rep
     medians = {c: statistics.median([measure.table[c][k % len(measure.table[c])] for k in range(repeats)]) for c in ok}
     best = max(medians.values(), default=0.0)
     if got in ok and got > expected and abs(medians[expected] - (1 - margin) * best) <= 1e-9 * best:
-        return (f"num_workers={expected} has a median of {medians[expected]:g}, exactly (1 - margin) x the best median "
-                f"({best:g}): a count at the margin is within it. Keep the counts whose median is >= (1 - margin) x "
-                "the best, not >.")
+        return _("num_workers={expected} has a median of {median:g}, exactly (1 - margin) x the best median "
+                 "({best:g}): a count at the margin is within it. Keep the counts whose median is >= (1 - margin) x "
+                 "the best, not >.").format(expected=expected, median=medians[expected], best=best)
     if got in ok and got > expected:
-        return (f"The smallest count within {margin:.0%} of the best is wanted (whatever order the counts come in), "
-                "not the most workers: every worker costs start-up time and memory, so take the smallest count that "
-                "is (nearly) as fast; margin is a fraction of the best median.")
+        return _("The smallest count within {margin:.0%} of the best is wanted (whatever order the counts come in), "
+                 "not the most workers: every worker costs start-up time and memory, so take the smallest count that "
+                 "is (nearly) as fast; margin is a fraction of the best median.").format(margin=margin)
     if measure.calls and min(measure.calls.get(c, 0) for c in ok) < repeats:
-        return f"Measure each count {repeats} times (repeats) and compare medians."
-    return (f"Compare the median of the {repeats} measurements of each count (one disturbed run must not decide), and "
-            f"keep the counts whose median is at least (1 - margin) x the best median; margin is relative.")
+        return _("Measure each count {repeats} times (repeats) and compare medians.").format(repeats=repeats)
+    return _("Compare the median of the {repeats} measurements of each count (one disturbed run must not decide), and "
+             "keep the counts whose median is at least (1 - margin) x the best median; margin is relative.").format(
+        repeats=repeats)
 
 
 def check_pick_all_fail(fn: Callable[..., Any], table: dict[int, BaseException], repeats: int = 3) -> None:
@@ -312,16 +337,18 @@ def check_pick_all_fail(fn: Callable[..., Any], table: dict[int, BaseException],
     measure = FakeMeasure(table)
     with warnings_dropped():
         try:
-            got, _ = _said(fn, measure, list(table), 0.1, repeats)
+            got, _said_text = _said(fn, measure, list(table), 0.1, repeats)
         except CheckFailed:
             raise
         except RuntimeError:
             return
         except Exception as err:  # noqa: BLE001 - the wrong exception is the mistake to report
-            raise CheckFailed(f"with every count failing, pick_num_workers raised {type(err).__name__}: {err}; "
-                              "expected RuntimeError, saying that no count could be measured.") from None
-    raise CheckFailed(f"with every count failing ({measure.describe()}), pick_num_workers returned {got!r}; "
-                      "expected RuntimeError: there is no count to pick, so say so.")
+            raise CheckFailed(_("with every count failing, pick_num_workers raised {kind}: {err}; expected "
+                                "RuntimeError, saying that no count could be measured.").format(
+                kind=type(err).__name__, err=err)) from None
+    raise CheckFailed(_("with every count failing ({measurements}), pick_num_workers returned {got!r}; expected "
+                        "RuntimeError: there is no count to pick, so say so.").format(
+        measurements=measure.describe(), got=got))
 
 
 # --------------------------------------------------------------------------- exercise 3: seed_numpy_worker
@@ -413,7 +440,7 @@ def _refuse_course_version(fn: Any, exercise: str = "seed_numpy_worker") -> None
         course = resolve_spec(spec)
         reads = getattr(fn, "__globals__", {})
         names = _names(fn.__code__) if isinstance(fn, types.FunctionType) else set()
-        module, _, qualname = spec.partition(":")
+        module, _sep, qualname = spec.partition(":")
         imports_it = qualname in names and (module in names or any(
             isinstance(reads.get(name), types.ModuleType) and reads[name].__name__ == module for name in names))
         if fn is course or imports_it or any(reads.get(name) is course for name in names):
@@ -428,21 +455,25 @@ def _for_spawn(fn: Any) -> Any:
     DataLoader's pickle sends a function by its name.
     """
     name = getattr(fn, "__name__", repr(fn))
-    check(name != "<lambda>" and "<locals>" not in getattr(fn, "__qualname__", ""),
-          f"the worker_init_fn is a {'lambda' if name == '<lambda>' else 'nested function'}: under spawn (macOS, "
-          "Windows) DataLoader pickles worker_init_fn to send it to each worker, and pickle finds a function by its "
-          "name in its module, which a lambda or a function inside another function does not have; its workers "
-          "never start. Write it with def at the top level of a cell (course code: of a module).")
+    is_lambda = name == "<lambda>"
+    what = _("the worker_init_fn is a lambda: {why}") if is_lambda else \
+        _("the worker_init_fn is a nested function: {why}")
+    check(not is_lambda and "<locals>" not in getattr(fn, "__qualname__", ""),
+          what.format(why=_("under spawn (macOS, Windows) DataLoader pickles worker_init_fn to send it to each "
+                            "worker, and pickle finds a function by its name in its module, which a lambda or a "
+                            "function inside another function does not have; its workers never start. Write it with "
+                            "def at the top level of a cell (course code: of a module).")))
     if _importable(fn):
         return fn
     try:
         sent = portable(fn)
     except PortableError as err:
-        raise CheckFailed(f"Under spawn each worker gets a copy of `{name}` and of what it reads: {err}") from None
-    print(f"note: `{name}` is defined in the notebook. Under spawn a function defined in a notebook cannot be sent "
-          "to workers by name (the worker imports modules, it never runs the notebook); that is why course code puts "
-          "it in a module (helpers.dataloader.seed_worker). This check sent it by value instead (its code and what "
-          "it reads, with cloudpickle); no points are lost for that.")
+        raise CheckFailed(_("Under spawn each worker gets a copy of `{name}` and of what it reads: {err}").format(
+            name=name, err=err)) from None
+    print(_("note: `{name}` is defined in the notebook. Under spawn a function defined in a notebook cannot be sent to "
+            "workers by name (the worker imports modules, it never runs the notebook); that is why course code puts it "
+            "in a module (helpers.dataloader.seed_worker). This check sent it by value instead (its code and what it "
+            "reads, with cloudpickle); no points are lost for that.").format(name=name))
     return sent
 
 
@@ -456,7 +487,7 @@ def _draws(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs
                         generator=torch.Generator().manual_seed(seed), multiprocessing_context=start_method,
                         timeout=60 * busy_factor())
     result = []
-    for _ in range(epochs):
+    for _epoch in range(epochs):
         per_worker: dict[int, list] = {}
         for worker, draw, error in loader:
             if error:
@@ -483,26 +514,32 @@ def _run(fn: Any, start_method: str, seed: int, n: int, data_seed: int, epochs: 
     if issubclass(kind, CheckFailed):
         raise CheckFailed(text)
     if kind is _WorkerInitFailed and text == "NotImplementedError:":
-        raise CheckFailed("`seed_numpy_worker` is not written yet: replace `raise NotImplementedError()` in its "
-                          "cell with your code, run that cell, then run this check again.")
-    if kind is _WorkerInitFailed and text.startswith(NOT_A_GENERATOR):
-        raise CheckFailed(f"in a 2-worker loader ({start_method}), after seed_numpy_worker ran, the worker's "
-                          f"{text}. The dataset draws with dataset.rng.random(), so rng must be a NumPy Generator: "
-                          "set get_worker_info().dataset.rng = np.random.default_rng(get_worker_info().seed) "
-                          "(np.random.seed returns None and seeds only the global generator).")
+        raise CheckFailed(_("`{name}` is not written yet: replace `raise NotImplementedError()` in its cell with "
+                            "your code, run that cell, then run this check again.").format(name="seed_numpy_worker"))
+    if kind is _WorkerInitFailed and text.startswith(NOT_A_GENERATOR):  # the worker's report, in English: its rest
+        raise CheckFailed(_("in a 2-worker loader ({start_method}), after seed_numpy_worker ran, the worker's "
+                            "dataset.rng is not a NumPy Generator: it is a {kind}. The dataset draws with "
+                            "dataset.rng.random(), so rng must be a NumPy Generator: set get_worker_info().dataset.rng "
+                            "= np.random.default_rng(get_worker_info().seed) (np.random.seed returns None and seeds "
+                            "only the global generator).").format(start_method=start_method,
+                                                                  kind=text[len(NOT_A_GENERATOR):]))
     if kind is _WorkerInitFailed:
-        raise CheckFailed(f"in a 2-worker loader ({start_method}), seed_numpy_worker raised {text}")
+        raise CheckFailed(_("in a 2-worker loader ({start_method}), seed_numpy_worker raised {error}").format(
+            start_method=start_method, error=text))
     last = text.splitlines()[-1] if text else ""  # torch re-raises a worker's error with its traceback as text
     shown = last if last.startswith(kind.__name__) else f"{kind.__name__}: {last}"
-    raise CheckFailed(f"a 2-worker loader ({start_method}) with worker_init_fn=seed_numpy_worker failed: {shown}")
+    raise CheckFailed(_("a 2-worker loader ({start_method}) with worker_init_fn=seed_numpy_worker failed: "
+                        "{error}").format(start_method=start_method, error=shown))
 
 
 def _check_distinct(draws: dict[int, list], start_method: str) -> None:
     w0, w1 = draws.get(0, []), draws.get(1, [])
-    check(w0 and w1 and w0[:2] != w1[:2], f"under {start_method}, worker 0 drew {w0[:3]} and worker 1 drew {w1[:3]}: "
-          "the same \"random\" numbers in every worker. Each worker got a copy of the dataset's Generator in the same "
-          "state (the cloned Generator); give the copy in each worker its own: "
-          "dataset.rng = np.random.default_rng(get_worker_info().seed).")
+    check(w0 and w1 and w0[:2] != w1[:2], _("under {start_method}, worker 0 drew {first} and worker 1 drew {second}: "
+                                            "the same \"random\" numbers in every worker. Each worker got a copy of "
+                                            "the dataset's Generator in the same state (the cloned Generator); give "
+                                            "the copy in each worker its own: "
+                                            "dataset.rng = np.random.default_rng(get_worker_info().seed).").format(
+        start_method=start_method, first=w0[:3], second=w1[:3]))
 
 
 def check_worker_init(fn: Any, start_method: str = "fork", seed: int = 0, n: int = 8, data_seed: int = 0,
@@ -526,13 +563,15 @@ def check_worker_init(fn: Any, start_method: str = "fork", seed: int = 0, n: int
         return
     first = _run(fn, start_method, seed, n, data_seed, 2)
     _check_distinct(first[0], start_method)
-    check(first[0][0] != first[1][0], f"epoch 1 repeated epoch 0's draws in worker 0 ({first[0][0][:3]}): seed "
-          "from get_worker_info().seed, which changes every epoch, not from the worker id alone.")
+    check(first[0][0] != first[1][0], _("epoch 1 repeated epoch 0's draws in worker 0 ({draws}): seed from "
+                                        "get_worker_info().seed, which changes every epoch, not from the worker id "
+                                        "alone.").format(draws=first[0][0][:3]))
     again = _run(fn, start_method, seed, n, data_seed, 1)
-    check(again[0] == first[0], "two loaders with the same generator seed drew different numbers: the draws are not "
-          "reproducible. Seed from get_worker_info().seed (derived from the loader's generator), not from the clock, "
-          "the process id or fresh OS entropy.")
+    check(again[0] == first[0], _("two loaders with the same generator seed drew different numbers: the draws are not "
+                                  "reproducible. Seed from get_worker_info().seed (derived from the loader's "
+                                  "generator), not from the clock, the process id or fresh OS entropy."))
     if other_seed is not None:
         other = _run(fn, start_method, other_seed, n, data_seed, 1)
-        check(other[0] != first[0], f"loaders seeded {seed} and {other_seed} drew the same numbers: the loader's seed "
-              "is ignored. Seed from get_worker_info().seed.")
+        check(other[0] != first[0], _("loaders seeded {seed} and {other_seed} drew the same numbers: the loader's seed "
+                                      "is ignored. Seed from get_worker_info().seed.").format(seed=seed,
+                                                                                            other_seed=other_seed))

@@ -29,6 +29,7 @@ from torch import nn
 from helpers import amp
 from helpers.checks.core import CheckFailed, check, check_close, check_type, solved
 from helpers.checks.patching import Change, patched
+from helpers.i18n import N_, _
 from helpers.models import MLP, flat_grads, flat_params, make_regression
 
 __all__ = [
@@ -150,37 +151,38 @@ class StepRecord:
         return sum(1 for inside in self.optimizer_steps if not inside)
 
 
-WEIGHTS_CAST = (
+# The verdicts of typical mistakes, marked with N_ here and translated with _() where they are raised.
+WEIGHTS_CAST = N_(
     "the model's weights are no longer float32 after the step: the step converted the model "
     "(`model.half()` / `model.to(dtype)`). Autocast keeps fp32 master weights and casts a copy for each matrix "
     "product; do not convert the model, wrap the forward pass in `with torch.autocast(device_type, dtype=dtype):`."
 )
 
-UPDATE_BEFORE_STEP = (
+UPDATE_BEFORE_STEP = N_(
     "scaler.update() was called before scaler.step(optimizer) (GradScaler raised \"No inf checks were recorded "
     "prior to update.\"): update reads what step found. Call `scaler.step(optimizer)` first, then `scaler.update()`."
 )
 
-NO_GRADIENTS_AT_STEP = (
+NO_GRADIENTS_AT_STEP = N_(
     "scaler.step(optimizer) found no gradients to check (GradScaler raised \"No inf checks were recorded for this "
     "optimizer.\"): {cause}"
 )
-GRADIENTS_CLEARED = (
+GRADIENTS_CLEARED = N_(
     "backward ran, but the gradients were cleared between backward and the step. `optimizer.zero_grad()` belongs "
     "at the start of the step (or at the end, after `scaler.update()`), never between backward and "
     "`scaler.step(optimizer)`."
 )
-NO_BACKWARD = (
+NO_BACKWARD = N_(
     "backward never ran. `scaler.scale(loss)` only returns the scaled loss; call `.backward()` on it: "
     "`scaler.scale(loss).backward()`."
 )
-BACKWARD_TWICE_FREED = (
+BACKWARD_TWICE_FREED = N_(
     "backward ran twice through the same graph (torch raised \"Trying to backward through the graph a second "
     "time\"): the first backward freed it. Call backward once per step, on the scaled loss only: "
     "`scaler.scale(loss).backward()`, without a `loss.backward()` before it."
 )
 
-OWN_SCALER = (
+OWN_SCALER = N_(
     "`{name}` used a GradScaler of its own instead of the `scaler` argument: a scaler made inside the step starts "
     "from scratch on every call, so its scale never adapts and the caller's scaler (and checkpoint) never sees the "
     "step. Use the `scaler` you are given for `scale`, `step` and `update`."
@@ -220,23 +222,23 @@ def _call_step(step_fn: Callable, model: nn.Module, *args: Any) -> Any:
             result = solved(step_fn, model, *args)
     except ValueError as err:
         if "unscale FP16 gradients" in str(err):
-            raise CheckFailed(WEIGHTS_CAST) from None
+            raise CheckFailed(_(WEIGHTS_CAST)) from None
         raise
     except AssertionError as err:
         if "No inf checks were recorded prior to update" in str(err):
-            raise CheckFailed(UPDATE_BEFORE_STEP) from None
+            raise CheckFailed(_(UPDATE_BEFORE_STEP)) from None
         if "No inf checks were recorded for this optimizer" in str(err):
             cause = GRADIENTS_CLEARED if backwards[0] else NO_BACKWARD
-            raise CheckFailed(NO_GRADIENTS_AT_STEP.format(cause=cause)) from None
+            raise CheckFailed(_(NO_GRADIENTS_AT_STEP).format(cause=_(cause))) from None
         raise
     except RuntimeError as err:
         if "backward through the graph a second time" in str(err):
-            raise CheckFailed(BACKWARD_TWICE_FREED) from None
+            raise CheckFailed(_(BACKWARD_TWICE_FREED)) from None
         raise
     finally:
         handle.remove()
     if any(p.dtype != torch.float32 for p in model.parameters()):
-        raise CheckFailed(WEIGHTS_CAST)
+        raise CheckFailed(_(WEIGHTS_CAST))
     return result
 
 
@@ -418,35 +420,37 @@ def train_on_task(
 
 
 def _name(step_fn: Callable) -> str:
-    return getattr(step_fn, "__name__", "the step")
+    return getattr(step_fn, "__name__", _("the step"))
 
 
 def _run(step_fn: Callable, dtype: torch.dtype, *extra: Any, **options: Any) -> StepRecord:
     """:func:`run_on_task`, failing at once, by name, when the step did nothing at all (a constant answer)."""
     rec = run_on_task(step_fn, dtype, *extra, **options)
     check(rec.forward or rec.backward_count or rec.optimizer_steps,
-          f"`{_name(step_fn)}` did nothing: it never called the model, backward or the optimizer (it returned "
-          f"{repr(rec.result)[:60]}). Write the whole step: forward under autocast, scaled backward, `scaler.step`, "
-          "`scaler.update`.")
+          _("`{name}` did nothing: it never called the model, backward or the optimizer (it returned {result}). Write "
+            "the whole step: forward under autocast, scaled backward, `scaler.step`, `scaler.update`.").format(
+              name=_name(step_fn), result=repr(rec.result)[:60]))
     return rec
 
 
 def check_given_scaler(rec: StepRecord, name: str) -> None:
     """Fail, naming the mistake, if the recorded step used a GradScaler other than the one passed in."""
     if rec.other_scalers:
-        raise CheckFailed(OWN_SCALER.format(name=name))
+        raise CheckFailed(_(OWN_SCALER).format(name=name))
 
 
 # --------------------------------------------------------------------------- verdicts shared by both exercises
 
 
 def _scaled_backward(rec: StepRecord, scale: float, unscaled_hint: str, other_hint: str) -> None:
-    """Backward ran on the loss multiplied by ``scale``; the hint says what to fix (unscaled, or otherwise off)."""
-    check(rec.backward_count > 0, "backward never ran: call `scaler.scale(loss).backward()`.")
+    """Backward ran on the loss multiplied by ``scale``; the hint (translated by the caller, which words it for its
+    exercise) says what to fix: backward on the unscaled loss, or otherwise off."""
+    check(rec.backward_count > 0, _("backward never ran: call `scaler.scale(loss).backward()`."))
     ratio = (rec.backward_grads.norm() / rec.reference_grads.norm()).item()
     check(abs(ratio / scale - 1) < 0.1,
-          f"backward produced gradients {ratio:.4g} times the true ones; with the scale at {scale:.0f} they should be "
-          f"{scale:.0f} times larger" + (unscaled_hint if abs(ratio - 1) < 0.1 else other_hint))
+          _("backward produced gradients {ratio:.4g} times the true ones; with the scale at {scale:.0f} they should "
+            "be {scale:.0f} times larger").format(ratio=ratio, scale=scale)
+          + ": " + (unscaled_hint if abs(ratio - 1) < 0.1 else other_hint))
 
 
 def _true_gradients(step_fn: Callable, dtype: torch.dtype, *extra: Any, seed: int = 0) -> None:
@@ -457,25 +461,26 @@ def _true_gradients(step_fn: Callable, dtype: torch.dtype, *extra: Any, seed: in
     any tolerance. With the scale at 1 (as a disabled scaler is) it doubles them.
     """
     rec = _run(step_fn, dtype, *extra, lr=0.0, init_scale=1.0, seed=seed)
-    check(rec.backward_count > 0, "backward never ran: call `scaler.scale(loss).backward()`.")
+    check(rec.backward_count > 0, _("backward never ran: call `scaler.scale(loss).backward()`."))
     ratio = (rec.backward_grads.norm() / rec.reference_grads.norm()).item()
     if abs(ratio - 1) < 0.05:
         return
-    twice = (f"backward ran more than once ({rec.backward_count} times in one call), and the gradients add up: "
-             "with `loss.backward()` and then `scaler.scale(loss).backward()` each gradient is (1 + 1/scale) times "
-             "the true one, twice it when the scale is 1 (a disabled scaler, as with bf16). Call backward once, on "
-             "`scaler.scale(loss)`.")
-    raise CheckFailed(f"with the scale at 1, backward left gradients {ratio:.3g} times the true ones; expected equal"
-                      + (": " + twice if rec.backward_count > 1 else
-                         ": backward should run once, on `scaler.scale(loss)` of this batch's loss."))
+    twice = _("backward ran more than once ({count} times in one call), and the gradients add up: with "
+              "`loss.backward()` and then `scaler.scale(loss).backward()` each gradient is (1 + 1/scale) times the "
+              "true one, twice it when the scale is 1 (a disabled scaler, as with bf16). Call backward once, on "
+              "`scaler.scale(loss)`.").format(count=rec.backward_count)
+    raise CheckFailed(_("with the scale at 1, backward left gradients {ratio:.3g} times the true ones; expected "
+                        "equal").format(ratio=ratio)
+                      + ": " + (twice if rec.backward_count > 1 else
+                                _("backward should run once, on `scaler.scale(loss)` of this batch's loss.")))
 
 
 def _returns_loss(rec: StepRecord, name: str, what: str = "") -> None:
-    check_type(rec.result, float, f"the value {name} returned{what}",
-               "return `loss.item()`: a Python float (a tensor would keep the graph alive and, on a GPU, synchronise "
-               "whenever it is compared).")
-    check_close(rec.result, rec.reference_loss, f"the returned loss{what}",
-                "return the loss of this batch, unscaled: `loss.item()`, not `scaler.scale(loss).item()`.",
+    check_type(rec.result, float, _("the value {name} returned{what}").format(name=name, what=what),
+               _("return `loss.item()`: a Python float (a tensor would keep the graph alive and, on a GPU, "
+                 "synchronise whenever it is compared)."))
+    check_close(rec.result, rec.reference_loss, _("the returned loss{what}").format(what=what),
+                _("return the loss of this batch, unscaled: `loss.item()`, not `scaler.scale(loss).item()`."),
                 rtol=0.05, atol=1e-6)
 
 
@@ -487,9 +492,9 @@ def _no_pile_up(step_fn: Callable, dtype: torch.dtype, *extra: Any, seed: int = 
                           torch.amp.GradScaler("cpu", init_scale=1.0), "cpu", dtype, *extra)
     ratio = (second.backward_grads.norm() / first.backward_grads.norm()).item()
     check(abs(ratio - 1) < 0.01,
-          f"on the second call the gradients were {ratio:.3g} times those of the first, for the same batch and "
-          "weights; expected equal: gradients pile up (accumulate) across calls. Clear them in every step with "
-          "`optimizer.zero_grad()` (at the start or at the end).")
+          _("on the second call the gradients were {ratio:.3g} times those of the first, for the same batch and "
+            "weights; expected equal: gradients pile up (accumulate) across calls. Clear them in every step with "
+            "`optimizer.zero_grad()` (at the start or at the end).").format(ratio=ratio))
 
 
 # --------------------------------------------------------------------------- exercise 1: amp_train_step
@@ -498,23 +503,26 @@ def _no_pile_up(step_fn: Callable, dtype: torch.dtype, *extra: Any, seed: int = 
 def check_forward(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None:
     """The forward pass runs under autocast with the dtype the step is given."""
     rec = _run(step_fn, dtype, seed=seed)
-    check(rec.forward, f"{_name(step_fn)} never called the model: compute `model(x)` inside the step.")
+    check(rec.forward, _("{name} never called the model: compute `model(x)` inside the step.").format(
+        name=_name(step_fn)))
     enabled, seen = rec.forward[0]
-    check(enabled, f"the forward pass ran without autocast (autocast was off inside the model, asked for {dtype}): "
-                   "wrap `model(x)` in `with torch.autocast(device_type, dtype=dtype):`, with the `device_type` you are "
-                   "given (here 'cpu': autocast for another device type, such as a hard-coded 'cuda', does nothing on "
-                   "this one). (`torch.cuda.amp.autocast` is deprecated and does nothing on a CPU.)")
-    check(seen == dtype, f"the forward pass ran under autocast with {seen}, but the step was given dtype={dtype}: "
-                         "pass the `dtype` argument to torch.autocast instead of a fixed dtype.")
+    check(enabled, _("the forward pass ran without autocast (autocast was off inside the model, asked for {dtype}): "
+                     "wrap `model(x)` in `with torch.autocast(device_type, dtype=dtype):`, with the `device_type` you "
+                     "are given (here 'cpu': autocast for another device type, such as a hard-coded 'cuda', does "
+                     "nothing on this one). (`torch.cuda.amp.autocast` is deprecated and does nothing on a "
+                     "CPU.)").format(dtype=dtype))
+    check(seen == dtype, _("the forward pass ran under autocast with {seen}, but the step was given dtype={dtype}: "
+                           "pass the `dtype` argument to torch.autocast instead of a fixed dtype.").format(
+                               seen=seen, dtype=dtype))
 
 
 def check_scaled_backward(step_fn: Callable, dtype: torch.dtype, scale: float, seed: int = 0) -> None:
     """Backward runs on ``scaler.scale(loss)``: the gradients come out ``scale`` times the true ones."""
     rec = _run(step_fn, dtype, init_scale=scale, seed=seed)
     check_given_scaler(rec, _name(step_fn))
-    _scaled_backward(rec, scale, ": backward ran on the unscaled loss. Call `scaler.scale(loss).backward()`, not "
-                                 "`loss.backward()`, so that small fp16 gradients do not underflow.",
-                     ": backward should run once, on `scaler.scale(loss)`.")
+    _scaled_backward(rec, scale, _("backward ran on the unscaled loss. Call `scaler.scale(loss).backward()`, not "
+                                   "`loss.backward()`, so that small fp16 gradients do not underflow."),
+                     _("backward should run once, on `scaler.scale(loss)`."))
     _true_gradients(step_fn, dtype, seed=seed)
 
 
@@ -522,12 +530,13 @@ def check_scaler_step(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> N
     """The optimizer steps once, through ``scaler.step(optimizer)``."""
     rec = _run(step_fn, dtype, seed=seed)
     check_given_scaler(rec, _name(step_fn))
-    check(rec.optimizer_steps, "the optimizer never stepped: call `scaler.step(optimizer)`.")
+    check(rec.optimizer_steps, _("the optimizer never stepped: call `scaler.step(optimizer)`."))
     check(rec.direct_steps == 0,
-          "optimizer.step() was called directly, not through `scaler.step(optimizer)`: scaler.step unscales the "
-          "gradients, checks them for inf/NaN and skips the step if it finds any; a direct optimizer.step() cannot "
-          "skip. Replace it with `scaler.step(optimizer)`.")
-    check(rec.scaler_steps == 1, f"scaler.step(optimizer) ran {rec.scaler_steps} times in one step; expected once.")
+          _("optimizer.step() was called directly, not through `scaler.step(optimizer)`: scaler.step unscales the "
+            "gradients, checks them for inf/NaN and skips the step if it finds any; a direct optimizer.step() cannot "
+            "skip. Replace it with `scaler.step(optimizer)`."))
+    check(rec.scaler_steps == 1, _("scaler.step(optimizer) ran {count} times in one step; expected once.").format(
+        count=rec.scaler_steps))
 
 
 def check_update(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None:
@@ -535,17 +544,17 @@ def check_update(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None:
     rec = _run(step_fn, dtype, init_scale=2.0**10, growth_interval=1, seed=seed)
     check_given_scaler(rec, _name(step_fn))
     check(rec.scale_after == 2 * rec.scale_before,
-          f"with growth_interval=1, the scale after one clean step was {rec.scale_after:.0f}; expected "
-          f"{2 * rec.scale_before:.0f}"
-          + (": scaler.update() was not called. Call `scaler.update()` after `scaler.step(optimizer)`; it adjusts "
-             "the scale (and without it the next step fails)." if rec.scale_after == rec.scale_before else
-             ": call `scaler.update()` exactly once, after `scaler.step(optimizer)`."))
+          _("with growth_interval=1, the scale after one clean step was {got:.0f}; expected {want:.0f}").format(
+              got=rec.scale_after, want=2 * rec.scale_before)
+          + ": " + (_("scaler.update() was not called. Call `scaler.update()` after `scaler.step(optimizer)`; it "
+                      "adjusts the scale (and without it the next step fails).") if rec.scale_after == rec.scale_before
+                    else _("call `scaler.update()` exactly once, after `scaler.step(optimizer)`.")))
     try:
         with _one_thread():
             spy_step(step_fn, rec.model, rec.x, rec.y, grading_loss, rec.optimizer, rec.scaler, "cpu", dtype)
     except RuntimeError as err:
-        raise CheckFailed(f"a second call with the same scaler raised RuntimeError: {err} "
-                          "Call `scaler.update()` once at the end of every step.") from None
+        raise CheckFailed(_("a second call with the same scaler raised RuntimeError: {err} Call `scaler.update()` "
+                            "once at the end of every step.").format(err=err)) from None
 
 
 def check_no_pile_up(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None:
@@ -558,17 +567,18 @@ def check_skip_inf(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None
     rec = _run(step_fn, dtype, init_scale=2.0**10, inf_grad=True, seed=seed)
     check_given_scaler(rec, _name(step_fn))
     check(torch.equal(rec.params_after, rec.params_before),
-          "a gradient was inf, and the weights changed anyway: the step was not skipped. Step with "
-          "`scaler.step(optimizer)`, which skips optimizer.step() when a gradient is inf/NaN; a direct "
-          "optimizer.step() writes the inf/NaN into the weights.")
+          _("a gradient was inf, and the weights changed anyway: the step was not skipped. Step with "
+            "`scaler.step(optimizer)`, which skips optimizer.step() when a gradient is inf/NaN; a direct "
+            "optimizer.step() writes the inf/NaN into the weights."))
     check(rec.scaler_updates > 0,
-          f"after an inf gradient the scale was {rec.scale_after:.0f}; expected {rec.scale_before / 2:.0f} (halved): "
-          "scaler.update() was not called. Call `scaler.update()` after `scaler.step(optimizer)`; it lowers the "
-          "scale after an inf.")
+          _("after an inf gradient the scale was {got:.0f}; expected {want:.0f} (halved): scaler.update() was not "
+            "called. Call `scaler.update()` after `scaler.step(optimizer)`; it lowers the scale after an "
+            "inf.").format(got=rec.scale_after, want=rec.scale_before / 2))
     check(rec.scale_after == rec.scale_before / 2,
-          f"after an inf gradient the scale was {rec.scale_after:.0f}; expected {rec.scale_before / 2:.0f} (halved): "
-          "the scaler never saw the inf. Call `scaler.step(optimizer)` right after backward, without clearing "
-          "the gradients in between (zero_grad belongs at the start or at the end of the step).")
+          _("after an inf gradient the scale was {got:.0f}; expected {want:.0f} (halved): the scaler never saw the "
+            "inf. Call `scaler.step(optimizer)` right after backward, without clearing the gradients in between "
+            "(zero_grad belongs at the start or at the end of the step).").format(
+              got=rec.scale_after, want=rec.scale_before / 2))
 
 
 def check_returns(step_fn: Callable, dtype: torch.dtype, scale: float = 2.0**10, seed: int = 0) -> None:
@@ -585,16 +595,18 @@ def check_converges(step_fn: Callable, dtype: torch.dtype, steps: int = 50, seed
     step lands within a fraction of a percent of fp32's loss here.
     """
     start, fp32_final = train_on_task(None, torch.float32, steps=steps, seed=seed)
-    _, final = train_on_task(step_fn, dtype, steps=steps, seed=seed)
-    told = f"after {steps} steps in {dtype} the loss is {final:.4g}; fp32 went from {start:.4g} to {fp32_final:.4g}"
+    final = train_on_task(step_fn, dtype, steps=steps, seed=seed)[1]  # not `_, final =`: that would shadow _()
+    told = _("after {steps} steps in {dtype} the loss is {final:.4g}; fp32 went from {start:.4g} to "
+             "{fp32_final:.4g}").format(steps=steps, dtype=dtype, final=final, start=start, fp32_final=fp32_final)
     check(final >= 0.8 * fp32_final - 1e-3,
-          f"{told}: far below fp32's, with the same learning rate, so the optimizer used gradients larger than the "
-          "true ones: backward ran more than once (`loss.backward()` and then `scaler.scale(loss).backward()`), or "
-          "the loss was multiplied. Call backward once, on `scaler.scale(loss)`, and let `scaler.step` unscale.")
+          _("{told}: far below fp32's, with the same learning rate, so the optimizer used gradients larger than the "
+            "true ones: backward ran more than once (`loss.backward()` and then `scaler.scale(loss).backward()`), or "
+            "the loss was multiplied. Call backward once, on `scaler.scale(loss)`, and let `scaler.step` "
+            "unscale.").format(told=told))
     check(final < 0.5 * start and final <= 1.2 * fp32_final + 1e-3,
-          f"{told}: the step does not train the model. Compute the loss of `model(x)` against `y` with `loss_fn`, "
-          "backpropagate it, and step the optimizer while the gradients are still there (zero_grad belongs at "
-          "the start or at the end of the step, never between backward and the step).")
+          _("{told}: the step does not train the model. Compute the loss of `model(x)` against `y` with `loss_fn`, "
+            "backpropagate it, and step the optimizer while the gradients are still there (zero_grad belongs at "
+            "the start or at the end of the step, never between backward and the step).").format(told=told))
 
 
 # --------------------------------------------------------------------------- exercise 2: amp_clip_step
@@ -609,21 +621,23 @@ def check_clips_unscaled(step_fn: Callable, dtype: torch.dtype, scale: float, se
     """Clipping sees the true gradients: at twice their norm, it leaves them alone, whatever the scale."""
     max_norm = 2 * _true_norm(dtype, seed)
     rec = _run(step_fn, dtype, max_norm, init_scale=scale, seed=seed)
-    check(rec.backward_count > 0, "backward never ran: call `scaler.scale(loss).backward()`.")
-    check(rec.grads_at_step, "the optimizer never stepped: finish with `scaler.step(optimizer)` and `scaler.update()`.")
+    check(rec.backward_count > 0, _("backward never ran: call `scaler.scale(loss).backward()`."))
+    check(rec.grads_at_step,
+          _("the optimizer never stepped: finish with `scaler.step(optimizer)` and `scaler.update()`."))
     expected = (rec.backward_grads / rec.scale_before).norm().item()  # what unscale_ makes of them
     seen = rec.grads_at_step[-1].norm().item()
     if abs(seen / expected - 1) < 0.05:
         return
-    told = (f"the gradients reached the optimizer with norm {seen:.3g}; unscaled, they had norm {expected:.3g}, below "
-            f"max_norm={max_norm:.3g}, so clipping should have left them alone")
+    told = _("the gradients reached the optimizer with norm {seen:.3g}; unscaled, they had norm {expected:.3g}, "
+             "below max_norm={max_norm:.3g}, so clipping should have left them alone").format(
+                 seen=seen, expected=expected, max_norm=max_norm)
     check(abs(seen * scale / expected - 1) > 0.05,
-          f"{told}: they were divided by the scale twice (1/{scale:.0f} of the true norm). `scaler.unscale_(optimizer)` "
-          "already divides the gradients in place, and `scaler.step` then knows not to divide again: remove your own "
-          "division by the scale.")
+          _("{told}: they were divided by the scale twice (1/{scale:.0f} of the true norm). "
+            "`scaler.unscale_(optimizer)` already divides the gradients in place, and `scaler.step` then knows not to "
+            "divide again: remove your own division by the scale.").format(told=told, scale=scale))
     check(seen >= expected,
-          f"{told}: they were clipped while still scaled (by the scale, here {scale:.0f}). Call "
-          "`scaler.unscale_(optimizer)` before `clip_grad_norm_`.")
+          _("{told}: they were clipped while still scaled (by the scale, here {scale:.0f}). Call "
+            "`scaler.unscale_(optimizer)` before `clip_grad_norm_`.").format(told=told, scale=scale))
     raise CheckFailed(f"{told}.")
 
 
@@ -631,17 +645,19 @@ def check_clips(step_fn: Callable, dtype: torch.dtype, fraction: float = 0.25, s
     """With max_norm a ``fraction`` of the true norm, the gradients reaching the optimizer have norm max_norm."""
     max_norm = fraction * _true_norm(dtype, seed)
     rec = _run(step_fn, dtype, max_norm, seed=seed)
-    check(rec.grads_at_step, "the optimizer never stepped: finish with `scaler.step(optimizer)` and `scaler.update()`.")
+    check(rec.grads_at_step,
+          _("the optimizer never stepped: finish with `scaler.step(optimizer)` and `scaler.update()`."))
     seen = rec.grads_at_step[-1].norm().item()
     unclipped = (rec.backward_grads / rec.scale_before).norm().item() if rec.backward_count else seen
     check(seen <= max_norm * 1.01,
-          f"the gradients reached the optimizer with norm {seen:.3g}, above max_norm={max_norm:.3g}: "
-          + ("they were changed, but not to a total norm of max_norm: `clip_grad_value_` caps each element, not the "
-             "norm. Use `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`."
-             if seen < 0.98 * unclipped else
-             "they were not clipped before the optimizer stepped. Call "
-             "`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)` after `scaler.unscale_(optimizer)` and "
-             "before `scaler.step(optimizer)`."))
+          _("the gradients reached the optimizer with norm {seen:.3g}, above max_norm={max_norm:.3g}").format(
+              seen=seen, max_norm=max_norm)
+          + ": " + (_("they were changed, but not to a total norm of max_norm: `clip_grad_value_` caps each element, "
+                      "not the norm. Use `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`.")
+                    if seen < 0.98 * unclipped else
+                    _("they were not clipped before the optimizer stepped. Call "
+                      "`torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)` after "
+                      "`scaler.unscale_(optimizer)` and before `scaler.step(optimizer)`.")))
 
 
 def check_clip_scaler(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> None:
@@ -650,17 +666,17 @@ def check_clip_scaler(step_fn: Callable, dtype: torch.dtype, seed: int = 0) -> N
         rec = _run(step_fn, dtype, 1.0, init_scale=2.0**10, inf_grad=True, seed=seed)
     except RuntimeError as err:
         check("non-finite" not in str(err),
-              "clip_grad_norm_ raised an error on an inf gradient (error_if_nonfinite=True): with a scaler an inf "
-              "gradient is expected now and then, and scaler.step skips that step. Leave error_if_nonfinite off.")
+              _("clip_grad_norm_ raised an error on an inf gradient (error_if_nonfinite=True): with a scaler an inf "
+                "gradient is expected now and then, and scaler.step skips that step. Leave error_if_nonfinite off."))
         raise
     check_given_scaler(rec, _name(step_fn))
     check(rec.direct_steps == 0 and torch.equal(rec.params_after, rec.params_before),
-          "optimizer.step() was called directly after unscale_ and clipping, so an inf gradient reached the weights: "
-          "after clipping, step with `scaler.step(optimizer)`; it knows the gradients are already unscaled and skips "
-          "the step when one is inf/NaN.")
+          _("optimizer.step() was called directly after unscale_ and clipping, so an inf gradient reached the "
+            "weights: after clipping, step with `scaler.step(optimizer)`; it knows the gradients are already unscaled "
+            "and skips the step when one is inf/NaN."))
     check(rec.scale_after == rec.scale_before / 2,
-          f"after an inf gradient the scale was {rec.scale_after:.0f}; expected {rec.scale_before / 2:.0f}: "
-          "call `scaler.update()` after `scaler.step(optimizer)`.")
+          _("after an inf gradient the scale was {got:.0f}; expected {want:.0f}: call `scaler.update()` after "
+            "`scaler.step(optimizer)`.").format(got=rec.scale_after, want=rec.scale_before / 2))
 
 
 def check_still_amp(step_fn: Callable, dtype: torch.dtype, scale: float, seed: int = 0) -> None:
@@ -674,12 +690,13 @@ def check_still_amp(step_fn: Callable, dtype: torch.dtype, scale: float, seed: i
     name = _name(step_fn)
     first = _run(step_fn, dtype, 1e6, lr=0.0, init_scale=scale, seed=seed)
     check_given_scaler(first, name)
-    check(first.forward, f"{name} never called the model: compute `model(x)` inside the step.")
-    check(first.forward[0] == (True, dtype),
-          f"the forward pass ran with autocast {'off' if not first.forward[0][0] else 'in ' + str(first.forward[0][1])}, "
-          f"but the step was given dtype={dtype}: wrap `model(x)` in `with torch.autocast(device_type, dtype=dtype):`, "
-          "as in exercise 1.")
-    again = ": call `scaler.scale(loss).backward()`, not `loss.backward()`, as in exercise 1."
+    check(first.forward, _("{name} never called the model: compute `model(x)` inside the step.").format(name=name))
+    enabled, seen = first.forward[0]
+    check((enabled, seen) == (True, dtype),
+          _("the forward pass ran with {autocast}, but the step was given dtype={dtype}: wrap `model(x)` in "
+            "`with torch.autocast(device_type, dtype=dtype):`, as in exercise 1.").format(
+              autocast=_("autocast in {seen}").format(seen=seen) if enabled else _("autocast off"), dtype=dtype))
+    again = _("call `scaler.scale(loss).backward()`, not `loss.backward()`, as in exercise 1.")
     _scaled_backward(first, scale, again, again)
     _true_gradients(step_fn, dtype, 1e6, seed=seed)
     _returns_loss(first, name)

@@ -33,8 +33,10 @@ from typing import Any
 import torch
 
 from helpers.checks.core import CheckFailed, check, solved
+from helpers.checks.delegation import CourseVersionCalled
 from helpers.checks.patching import patched
 from helpers.ddp import PortableError, RankFailed, RunTimedOut, launch, portable
+from helpers.i18n import _
 from helpers.machine import busy_factor
 from helpers.models import MLP, make_regression
 
@@ -153,9 +155,10 @@ class _TrainSpy:
 
 
 def _returned(value: Any) -> Any:
+    """A state dict, copied; anything else by its type's name (said in the grader's language, not the rank's)."""
     if isinstance(value, dict) and all(isinstance(v, torch.Tensor) for v in value.values()):
         return {k: v.detach().cpu().clone() for k, v in value.items()}
-    return f"a {type(value).__name__}"
+    return type(value).__name__
 
 
 def graded_train(rank: int, world_size: int, fn: Any, x: torch.Tensor, y: torch.Tensor, checkpoint: str,
@@ -318,16 +321,16 @@ def _launch(fn: Any, world_size: int, args: tuple) -> tuple[list | None, str | N
     try:
         return launch(fn, world_size, args=args, timeout=LIMIT * busy_factor(), echo=False).results, None
     except RankFailed as err:
-        return None, f"the run on {world_size} processes failed: {err}"
+        return None, _("the run on {world_size} processes failed: {err}").format(world_size=world_size, err=err)
     except RunTimedOut as err:
-        return None, f"the run on {world_size} processes did not end: {err}"
+        return None, _("the run on {world_size} processes did not end: {err}").format(world_size=world_size, err=err)
 
 
 def _portable(fn: Any, name: str):
     try:
         return portable(fn)
     except PortableError as err:
-        raise CheckFailed(f"`{name}` cannot run in another process: {err}") from None
+        raise CheckFailed(_("`{name}` cannot run in another process: {err}").format(name=name, err=err)) from None
 
 
 def train_outcome(train_ddp: Any, n: int = 12, features: int = 5, epochs: int = 3, batch_size: int = 2,
@@ -357,23 +360,43 @@ def _learner_error(outcome: TrainOutcome, phases: tuple[str, ...]) -> None:
     for rank, rec in enumerate(outcome.records or []):
         err = rec["error"]
         if err and err["phase"] in phases:
-            if err["type"] in ("CheckFailed", "CourseVersionCalled"):
-                raise CheckFailed(err["message"])
-            raise CheckFailed(f"train_ddp raised {err['type']} on rank {rank}: {err['message']}"
-                              + _hint(err["message"]))
+            _reraise(err)
+            raise CheckFailed(_("train_ddp raised {error} on rank {rank}: {message}").format(
+                error=err["type"], rank=rank, message=err["message"]) + _hint(err["message"]))
+
+
+def _reraise(err: dict[str, str]) -> None:
+    """A check's own failure in a rank (e.g. "not written yet", or the course's version called) is the verdict."""
+    if err["type"] == "CourseVersionCalled":
+        raise CourseVersionCalled(err["message"])
+    if err["type"] == "CheckFailed":
+        raise CheckFailed(err["message"])
 
 
 def _hint(message: str) -> str:
+    """A hint for torch's own error ``message`` (matched in English: torch's messages are not translated)."""
     if "initialize the default process group twice" in message:
-        return " (call dist.init_process_group once, at the start of the function)"
+        return " " + _("(call dist.init_process_group once, at the start of the function)")
     if "nccl" in message.lower():
-        return (" (nccl needs CUDA GPUs, one per rank, and moves CUDA tensors only: for CPU tensors use gloo. "
-                "dist.get_default_backend_for_device(device) picks the right one: 'gloo' for 'cpu', 'nccl' for "
-                "'cuda'.)")
+        return " " + _("(nccl needs CUDA GPUs, one per rank, and moves CUDA tensors only: for CPU tensors use gloo. "
+                       "dist.get_default_backend_for_device(device) picks the right one: 'gloo' for 'cpu', 'nccl' for "
+                       "'cuda'.)")
     if "Timed out" in message:
-        return (" (the ranks did not call the same collectives: every rank must run the same number of steps "
-                "and call barrier() the same number of times)")
+        return " " + _("(the ranks did not call the same collectives: every rank must run the same number of steps "
+                       "and call barrier() the same number of times)")
     return ""
+
+
+def _average_hint(message: str) -> str:
+    """:func:`_hint`, and what is particular to ``average_gradients`` (called inside a process group)."""
+    if "NoneType" in message or "None" in message:
+        return " " + _("(a parameter frozen with requires_grad=False, and a trainable one the forward pass never "
+                       "uses, both have p.grad None: skip them by `p.grad is None`; a p.requires_grad filter lets the "
+                       "unused one through)")
+    if "initialize the default process group twice" in message:
+        return " " + _("(the process group is already set up when average_gradients is called: do not init it "
+                       "again)")
+    return _hint(message)
 
 
 # --------------------------------------------------------------------------- verdicts: exercise 1
@@ -386,8 +409,10 @@ def _named(verdict):
             verdict(train_ddp, **case)
         except CheckFailed as err:
             text = str(err)
-            raise CheckFailed(text if text.startswith("train_ddp") or "write it yourself" in text
-                              else f"train_ddp on {case.get('world_size', 2)} processes: {text}") from None
+            if text.startswith("train_ddp") or isinstance(err, CourseVersionCalled):  # named already, or not ours
+                raise CheckFailed(text) from None
+            raise CheckFailed(_("train_ddp on {world_size} processes: {text}").format(
+                world_size=case.get("world_size", 2), text=text)) from None
 
     named.__name__, named.__doc__ = verdict.__name__, verdict.__doc__
     return named
@@ -401,14 +426,14 @@ def check_ddp_weights(train_ddp: Any, **case: Any) -> None:
     records = outcome.records
     trained = [rec["trained"] for rec in records]
     check(all(t is not None for t in trained),
-          "no DistributedDataParallel model was made on every rank: wrap the model with "
-          "DistributedDataParallel(model), which broadcasts rank 0's weights and averages the gradients.")
+          _("no DistributedDataParallel model was made on every rank: wrap the model with "
+            "DistributedDataParallel(model), which broadcasts rank 0's weights and averages the gradients."))
     expected = outcome.expected
     if all(_close(t, expected) for t in trained):
         check(not any(rec["moved_after"] for rec in records),
-              "the model was wrapped before it was moved: DDP(model) and then .to(device). DDP registers the "
-              "parameters where they are when it wraps them (on a GPU it needs them there already): move the model "
-              "to its device first, then wrap it.")
+              _("the model was wrapped before it was moved: DDP(model) and then .to(device). DDP registers the "
+                "parameters where they are when it wraps them (on a GPU it needs them there already): move the "
+                "model to its device first, then wrap it."))
         return
     _diagnose(outcome, trained, expected)
 
@@ -418,48 +443,46 @@ def _diagnose(outcome: TrainOutcome, trained: list, expected: dict) -> None:
     n, world = len(outcome.x), c["world_size"]
     share = math.ceil(n / world) * c["epochs"]
     if not all(_close(t, trained[0]) for t in trained[1:]):
-        raise CheckFailed(
-            f"the ranks ended with different weights (largest difference {_largest_gap(trained[0], trained[1]):.3g}): "
-            "each trained alone. Train through the DDP-wrapped model (ddp_model(x), not the inner module), which "
-            "averages the gradients of all ranks during backward.")
+        raise CheckFailed(_(
+            "the ranks ended with different weights (largest difference {gap:.3g}): each trained alone. Train through "
+            "the DDP-wrapped model (ddp_model(x), not the inner module), which averages the gradients of all ranks "
+            "during backward.").format(gap=_largest_gap(trained[0], trained[1])))
     rows = [rec["rows"] for rec in records]
     check(not any(r >= c["epochs"] * n for r in rows),
-          f"every rank trained on the whole dataset ({rows[0]} rows through the model in {c['epochs']} epochs; its "
-          f"share is {share}): give the DataLoader a DistributedSampler(dataset, num_replicas=world_size, rank=rank, "
-          "shuffle=True, seed=seed), so each rank gets its own part of every epoch.")
+          _("every rank trained on the whole dataset ({rows} rows through the model in {epochs} epochs; its share is "
+            "{share}): give the DataLoader a DistributedSampler(dataset, num_replicas=world_size, rank=rank, "
+            "shuffle=True, seed=seed), so each rank gets its own part of every epoch.").format(
+              rows=rows[0], epochs=c["epochs"], share=share))
     same_order = reference_weights(outcome.x, outcome.y, world, c["epochs"], c["batch_size"], c["lr"], c["seed"],
                                    set_epoch=False)
     calls = records[0]["set_epoch"]
     check(not (_close(trained[0], same_order) or (calls and calls != list(range(c["epochs"])))),
-          f"the data came in the same order every epoch (set_epoch was called with {calls}): call "
-          "sampler.set_epoch(epoch) at the start of every epoch; without it DistributedSampler shuffles with the same "
-          "seed each time.")
+          _("the data came in the same order every epoch (set_epoch was called with {calls}): call "
+            "sampler.set_epoch(epoch) at the start of every epoch; without it DistributedSampler shuffles with the "
+            "same seed each time.").format(calls=calls))
     _name_the_replay(outcome, trained[0])
-    raise CheckFailed(
-        f"the ranks agree, but their weights differ from one process trained on the same batches (largest "
-        f"difference {_largest_gap(trained[0], expected):.3g}): build MLP(features, 16, 1, depth=1) right after "
-        f"torch.manual_seed(seed), use SGD(lr=lr), the mean squared error, batch_size rows per rank, and one "
-        f"optimizer step per batch.")
+    raise CheckFailed(_(
+        "the ranks agree, but their weights differ from one process trained on the same batches (largest difference "
+        "{gap:.3g}): build MLP(features, 16, 1, depth=1) right after torch.manual_seed(seed), use SGD(lr=lr), the "
+        "mean squared error, batch_size rows per rank, and one optimizer step per batch.").format(
+            gap=_largest_gap(trained[0], expected)))
 
 
 def _replays(seed: int, world: int) -> list[tuple[dict[str, Any], str]]:
     """Mistakes that leave the ranks agreeing with each other, as :func:`reference_weights` flags, and what to say."""
+    own_seed = _("each rank's DistributedSampler had its own seed ({which}): the weights match that run. The ranks "
+                 "then shuffle differently, so their shares overlap and some rows are never seen. Give every rank the "
+                 "same seed=seed; the sampler's rank= already picks each rank's share.")
     return [
         ({"zero_grad": False},
-         "the gradients piled up from step to step: they match a run that never zeroes them. Call "
-         "optimizer.zero_grad() before every backward (backward adds to .grad, it does not replace it)."),
+         _("the gradients piled up from step to step: they match a run that never zeroes them. Call "
+           "optimizer.zero_grad() before every backward (backward adds to .grad, it does not replace it).")),
         ({"sampler_seeds": [0] * world},
-         f"the DistributedSampler shuffled with its default seed 0, not seed={seed}: the weights match a run whose "
-         "sampler was made without seed=. Pass seed=seed to DistributedSampler (the model's torch.manual_seed does "
-         "not reach the sampler, which seeds its own shuffle with seed + epoch)."),
-        ({"sampler_seeds": [seed + r for r in range(world)]},
-         "each rank's DistributedSampler had its own seed (seed + rank): the weights match that run. The ranks then "
-         "shuffle differently, so their shares overlap and some rows are never seen. Give every rank the same "
-         "seed=seed; the sampler's rank= already picks each rank's share."),
-        ({"sampler_seeds": list(range(world))},
-         "each rank's DistributedSampler had its own seed (its rank): the weights match that run. The ranks then "
-         "shuffle differently, so their shares overlap and some rows are never seen. Give every rank the same "
-         "seed=seed; the sampler's rank= already picks each rank's share."),
+         _("the DistributedSampler shuffled with its default seed 0, not seed={seed}: the weights match a run whose "
+           "sampler was made without seed=. Pass seed=seed to DistributedSampler (the model's torch.manual_seed "
+           "does not reach the sampler, which seeds its own shuffle with seed + epoch).").format(seed=seed)),
+        ({"sampler_seeds": [seed + r for r in range(world)]}, own_seed.format(which="seed + rank")),
+        ({"sampler_seeds": list(range(world))}, own_seed.format(which=_("its rank"))),
     ]
 
 
@@ -480,27 +503,38 @@ def check_ddp_checkpoint(train_ddp: Any, **case: Any) -> None:
     _learner_error(outcome, ("training",))
     records = outcome.records
     for rank, rec in enumerate(records):
+        error = f" ({rec['error']['type']}: {rec['error']['message'][:120]})" if rec["error"] else ""
         check(not rec["early_load"],
-              f"rank {rank} read the checkpoint before rank 0 had written it"
-              + (f" ({rec['error']['type']}: {rec['error']['message'][:120]})" if rec["error"] else "")
-              + ": call dist.barrier() on every rank after rank 0's torch.save and before torch.load.")
+              _("rank {rank} read the checkpoint before rank 0 had written it{error}: call dist.barrier() on every "
+                "rank after rank 0's torch.save and before torch.load.").format(rank=rank, error=error))
     _learner_error(outcome, ("checkpoint",))
     savers = [rank for rank, rec in enumerate(records) if rec["saves"]]
-    check(savers != [], "nobody saved a checkpoint: on rank 0, torch.save(model.module.state_dict(), checkpoint).")
+    check(savers != [], _("nobody saved a checkpoint: on rank 0, torch.save(model.module.state_dict(), checkpoint)."))
     check(savers == [0],
-          f"ranks {savers} all wrote the checkpoint: every rank saving writes the same file several times at once "
-          "(a waste at best, a corrupt file at worst). Save only on rank 0: if rank == 0: torch.save(...)."
-          if len(savers) > 1 else f"rank {savers[0]} wrote the checkpoint; by convention rank 0 does.")
+          _("ranks {savers} all wrote the checkpoint: every rank saving writes the same file several times at once "
+            "(a waste at best, a corrupt file at worst). Save only on rank 0: if rank == 0: torch.save(...).").format(
+              savers=savers)
+          if len(savers) > 1 else _("rank {rank} wrote the checkpoint; by convention rank 0 does.").format(
+              rank=savers[0]))
     keys = records[0]["saves"][0]["keys"] or []
     check(not any(k.startswith("module.") for k in keys),
-          f"the checkpoint's keys start with 'module.' ({keys[:2]}): that is the DDP wrapper's state_dict. Save "
-          "model.module.state_dict() (the model inside), so a plain model can load it without DDP.")
+          _("the checkpoint's keys start with 'module.' ({keys}): that is the DDP wrapper's state_dict. Save "
+            "model.module.state_dict() (the model inside), so a plain model can load it without DDP.").format(
+              keys=keys[:2]))
     saved = records[0]["trained"]
     for rank, rec in enumerate(records):
-        check(rec["loads"], f"rank {rank} never read the checkpoint back: every rank torch.load()s it after the barrier.")
+        check(rec["loads"], _("rank {rank} never read the checkpoint back: every rank torch.load()s it after the "
+                              "barrier.").format(rank=rank))
         check(_close(rec["returned"], saved),
-              f"rank {rank} returned {'a state dict' if isinstance(rec['returned'], dict) else rec['returned']} that "
-              "is not the checkpoint rank 0 wrote: return the state dict torch.load gave back.")
+              _("rank {rank} returned {what} that is not the checkpoint rank 0 wrote: return the state dict "
+                "torch.load gave back.").format(rank=rank, what=_what_returned(rec["returned"])))
+
+
+def _what_returned(returned: Any) -> str:
+    """What a rank's function returned, in words: a rank sends a state dict, or the name of the type it got."""
+    if isinstance(returned, dict):
+        return _("a state dict")
+    return _("a {type}").format(type=returned) if isinstance(returned, str) else str(returned)
 
 
 # --------------------------------------------------------------------------- verdicts: exercise 2
@@ -523,10 +557,9 @@ def check_average_gradients(average_gradients: Any, world_size: int = 2, n: int 
     for rank, rec in enumerate(records):
         err = rec["error"]
         if err:
-            if err["type"] in ("CheckFailed", "CourseVersionCalled"):
-                raise CheckFailed(err["message"])
-            raise CheckFailed(f"average_gradients raised {err['type']} on rank {rank}: {err['message']}"
-                              + _average_hint(err["message"]))
+            _reraise(err)
+            raise CheckFailed(_("average_gradients raised {error} on rank {rank}: {message}").format(
+                error=err["type"], rank=rank, message=err["message"]) + _average_hint(err["message"]))
     ddp = [None if g[0] is None else torch.stack(g).mean(0) for g in zip(*(rec["local"] for rec in records))]
     verdicts = {}
     for rank, rec in enumerate(records):
@@ -539,10 +572,11 @@ def check_average_gradients(average_gradients: Any, world_size: int = 2, n: int 
     right = [rank for rank in range(world_size) if rank not in verdicts]
     wrong = sorted(verdicts)
     if right:
-        raise CheckFailed(
-            f"the gradients equal DDP's on rank(s) {right} but not on rank(s) {wrong}: every rank must divide. Each "
+        raise CheckFailed(_(
+            "the gradients equal DDP's on rank(s) {right} but not on rank(s) {wrong}: every rank must divide. Each "
             "rank holds its own copy of the all-reduced sum, so the division (like everything in average_gradients) "
-            f"must run on every rank, not only on rank 0. (Rank {wrong[0]}: {verdicts[wrong[0]]})")
+            "must run on every rank, not only on rank 0. (Rank {rank}: {verdict})").format(
+                right=right, wrong=wrong, rank=wrong[0], verdict=verdicts[wrong[0]]))
     raise CheckFailed(verdicts[wrong[0]])
 
 
@@ -552,44 +586,52 @@ def _check_none_reduced(rank: int, rec: dict[str, Any]) -> None:
     if before is None:
         return
     if before == 0:
-        raise CheckFailed(
-            f"a p.grad None reached dist.all_reduce on rank {rank} (a TypeError): a parameter frozen with "
+        raise CheckFailed(_(
+            "a p.grad None reached dist.all_reduce on rank {rank} (a TypeError): a parameter frozen with "
             "requires_grad=False, or one the forward pass never uses, has grad None after backward. Skip every "
-            "parameter whose p.grad is None: `if p.grad is None: continue`.")
-    raise CheckFailed(
-        f"a p.grad None reached dist.all_reduce on rank {rank} (a TypeError), after {before} gradient(s): a trainable "
+            "parameter whose p.grad is None: `if p.grad is None: continue`.").format(rank=rank))
+    raise CheckFailed(_(
+        "a p.grad None reached dist.all_reduce on rank {rank} (a TypeError), after {before} gradient(s): a trainable "
         "layer (requires_grad=True) that the forward pass never uses has p.grad None, so a filter on p.requires_grad "
-        "lets it through. Skip parameters by `p.grad is None` instead (it also skips frozen ones).")
+        "lets it through. Skip parameters by `p.grad is None` instead (it also skips frozen ones).").format(
+            rank=rank, before=before))
 
 
 def _check_rank_grads(rank: int, rec: dict[str, Any], ddp: list, world: int) -> None:
     """The rank's gradients after ``average_gradients`` against DDP's (the mean of every rank's own)."""
     pairs = [(m, d, l) for m, d, l in zip(rec["mine"], ddp, rec["local"]) if d is not None]
     frozen_touched = [m for m, d in zip(rec["mine"], ddp) if d is None and m is not None and m.abs().max() > 0]
-    check(not frozen_touched, "a frozen parameter (requires_grad=False) got a nonzero gradient: leave p.grad None alone.")
+    check(not frozen_touched,
+          _("a frozen parameter (requires_grad=False) got a nonzero gradient: leave p.grad None alone."))
     if all(m is not None and torch.allclose(m, d, rtol=1e-5, atol=1e-7) for m, d, _ in pairs):
         return
-    check(all(m is not None for m, _, _ in pairs), f"on rank {rank} a gradient was removed (p.grad is None after "
-          "average_gradients): average it in place, or assign the average back to p.grad.")
+    check(all(m is not None for m, _, _ in pairs), _("on rank {rank} a gradient was removed (p.grad is None after "
+          "average_gradients): average it in place, or assign the average back to p.grad.").format(rank=rank))
     check(not rec["weights_reduced"],
-          "average_gradients all-reduced the weights, not the gradients: all_reduce p.grad, not p or p.data.")
+          _("average_gradients all-reduced the weights, not the gradients: all_reduce p.grad, not p or p.data."))
     own = [float((m.flatten() @ l.flatten()) / (l.flatten() @ l.flatten())) for m, _, l in pairs if l.abs().max() > 0]
     if own and max(own) - min(own) < 1e-6 and all(torch.allclose(m, own[0] * l) for m, _, l in pairs):
-        raise CheckFailed(
-            f"the gradients on rank {rank} are still this rank's own{'' if abs(own[0] - 1) < 1e-6 else ', only scaled'}"
-            ": nothing was exchanged. Call dist.all_reduce(p.grad) for every parameter with a gradient, then divide "
-            "by dist.get_world_size().")
+        message = (_("the gradients on rank {rank} are still this rank's own: nothing was exchanged. Call "
+                     "dist.all_reduce(p.grad) for every parameter with a gradient, then divide by "
+                     "dist.get_world_size().") if abs(own[0] - 1) < 1e-6 else
+                   _("the gradients on rank {rank} are still this rank's own, only scaled: nothing was exchanged. "
+                     "Call dist.all_reduce(p.grad) for every parameter with a gradient, then divide by "
+                     "dist.get_world_size()."))
+        raise CheckFailed(message.format(rank=rank))
     ratios = [float((m.flatten() @ d.flatten()) / (d.flatten() @ d.flatten())) for m, d, _ in pairs if d.abs().max() > 0]
     if ratios and max(ratios) - min(ratios) < 1e-3:
         r = ratios[0]
         check(not (rec.get("avg") and r < 1),
-              f"the gradients are {r:.3g} times DDP's on {world} processes: dist.ReduceOp.AVG already divides by the "
-              f"world size, so dividing again makes them 1/world_size ({1 / world:.3g}) too small. After "
-              "all_reduce(p.grad, op=ReduceOp.AVG) do not divide; or keep the division and use op=ReduceOp.SUM.")
+              _("the gradients are {ratio:.3g} times DDP's on {world} processes: dist.ReduceOp.AVG already divides by "
+                "the world size, so dividing again makes them 1/world_size ({share:.3g}) too small. After "
+                "all_reduce(p.grad, op=ReduceOp.AVG) do not divide; or keep the division and use "
+                "op=ReduceOp.SUM.").format(ratio=r, world=world, share=1 / world))
         check(abs(r - world) > 1e-3,
-              f"the gradients are {world} times DDP's: they were summed over the {world} processes, not averaged. "
-              "Divide the all-reduced gradient by dist.get_world_size().")
-        raise CheckFailed(f"the gradients are {r:.3g} times DDP's on {world} processes: divide the sum by "
-                          "dist.get_world_size(), the number of processes, not a fixed number.")
-    raise CheckFailed(f"on rank {rank} the gradients after average_gradients differ from DDP's on the same batches: "
-                      "sum each p.grad over all ranks with dist.all_reduce (op SUM), then divide by the world size.")
+              _("the gradients are {world} times DDP's: they were summed over the {world} processes, not averaged. "
+                "Divide the all-reduced gradient by dist.get_world_size().").format(world=world))
+        raise CheckFailed(_("the gradients are {ratio:.3g} times DDP's on {world} processes: divide the sum by "
+                            "dist.get_world_size(), the number of processes, not a fixed number.").format(
+                                ratio=r, world=world))
+    raise CheckFailed(_("on rank {rank} the gradients after average_gradients differ from DDP's on the same batches: "
+                        "sum each p.grad over all ranks with dist.all_reduce (op SUM), then divide by the world "
+                        "size.").format(rank=rank))

@@ -23,9 +23,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from helpers import troubleshoot
+from helpers import errors, troubleshoot
 from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 from helpers.checks.patching import patched
+from helpers.i18n import N_, _
 
 __all__ = [
     "caught",
@@ -65,26 +66,30 @@ def _reference_epoch(model: nn.Module, lr: float, batches: Sequence[tuple[torch.
     return total / len(batches)
 
 
-def _number(value: Any, what: str, meaning: str = "the mean loss", strict: bool = False) -> float:
+def _number(value: Any, what: str, meaning: str = N_("the mean loss"), strict: bool = False) -> float:
     """A float from the learner's result; a tensor that still holds a graph is named as such.
 
     ``strict``: the task asks for a Python float, so a tensor (even a 0-d one) fails. Only one check per
     function is strict, so returning a tensor costs one cell, not every cell that reads the number.
+    ``meaning`` is an English text marked with N_ (translated here, where it is shown).
     """
+    meaning = _(meaning)
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise CheckFailed(f"{what} returned a tensor of shape {tuple(value.shape)}; expected one number, {meaning}.")
+            raise CheckFailed(_("{what} returned a tensor of shape {shape}; expected one number, {meaning}.").format(
+                what=what, shape=tuple(value.shape), meaning=meaning))
         if strict:
-            graph = (" that still holds the graph of every step (memory grows until it is freed)"
+            graph = (" " + _("that still holds the graph of every step (memory grows until it is freed)")
                      if value.requires_grad else "")
-            raise CheckFailed(
-                f"{what} returned a {value.dim()}-d tensor{graph} ({value.detach().cpu().item():.5g}); the task asks "
-                f"for {meaning} as a Python float: take each number out with .item() (or float(...)) and return a "
-                "float, not a tensor.")
+            raise CheckFailed(_(
+                "{what} returned a {dim}-d tensor{graph} ({value:.5g}); the task asks for {meaning} as a Python "
+                "float: take each number out with .item() (or float(...)) and return a float, not a tensor.").format(
+                what=what, dim=value.dim(), graph=graph, value=value.detach().cpu().item(), meaning=meaning))
         return float(value.detach().cpu().item())
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    raise CheckFailed(f"{what} returned {type(value).__name__} ({value!r:.60}); expected {meaning} as a float.")
+    raise CheckFailed(_("{what} returned {kind} ({value!r:.60}); expected {meaning} as a float.").format(
+        what=what, kind=type(value).__name__, value=value, meaning=meaning))
 
 
 def _has_gradient(model: nn.Module) -> bool:
@@ -104,19 +109,20 @@ def _train(train_epoch: Callable, model: nn.Module, lr: float, batches: list, de
     with warnings_dropped():
         try:
             result = solved(train_epoch, model, optimizer, batches, device)
-            check(calls, "train_epoch never ran the model on the batches: it must train one pass over them.")
+            check(calls, _("train_epoch never ran the model on the batches: it must train one pass over them."))
             return result
         except IndexError as err:
-            raise CheckFailed(
-                f"train_epoch raised IndexError: {err} Labels out of range: the data's classes are numbered "
-                f"1..C, and cross-entropy wants 0..C-1. Shift the labels (y - 1) before the loss.") from None
+            raise CheckFailed(_(
+                "train_epoch raised IndexError: {err} Labels out of range: the data's classes are numbered "
+                "1..C, and cross-entropy wants 0..C-1. Shift the labels (y - 1) before the loss.").format(err=err)
+            ) from None
         except ZeroDivisionError as err:
-            raise CheckFailed(
-                f"train_epoch raised ZeroDivisionError ({err}): it divided by a count of steps that stayed 0, which "
+            raise CheckFailed(_(
+                "train_epoch raised ZeroDivisionError ({err}): it divided by a count of steps that stayed 0, which "
                 "happens when every step is skipped because its loss is not finite. Skipping non-finite steps hides "
                 "the cause and trains on nothing: the loss is NaN/Inf because log(softmax(...)) takes log(0) for huge "
                 "logits. Compute the loss with F.cross_entropy on the logits (log_softmax inside), train every "
-                "batch, and divide by len(batches).") from None
+                "batch, and divide by len(batches).").format(err=err)) from None
         finally:
             hook.remove()
             step_hook.remove()
@@ -131,11 +137,12 @@ def check_labels(train_epoch: Callable, features: int, classes: int, seed: int, 
         expected = nn.functional.cross_entropy(model(batches[0][0]), batches[0][1] - 1).item()
     got = _number(_train(train_epoch, model, lr, batches), "train_epoch")
     if not math.isclose(got, expected, rel_tol=1e-3, abs_tol=1e-4):
-        raise CheckFailed(
-            f"train_epoch on one batch returned a mean loss of {got:.5f}; the cross-entropy of the batch with its "
-            f"labels numbered 1..{classes} shifted to 0..{classes - 1} is {expected:.5f}. Labels out of range are fixed "
+        raise CheckFailed(_(
+            "train_epoch on one batch returned a mean loss of {got:.5f}; the cross-entropy of the batch with its "
+            "labels numbered 1..{classes} shifted to 0..{top} is {expected:.5f}. Labels out of range are fixed "
             "by shifting every label (y - 1), not by clamping or dropping some; the loss is the mean over the "
-            "batch, computed before the optimizer step.")
+            "batch, computed before the optimizer step.").format(
+            got=got, classes=classes, top=classes - 1, expected=expected))
 
 
 def check_same_device(train_epoch: Callable, features: int, classes: int, seed: int) -> None:
@@ -147,18 +154,20 @@ def check_same_device(train_epoch: Callable, features: int, classes: int, seed: 
     try:
         _train(train_epoch, model, 0.1, batches, torch.device("meta"))
     except CheckFailed as err:
-        if "different devices" in str(err) or "expected device" in str(err):
-            raise CheckFailed(
+        # torch's own words (the needles of helpers.errors' device rule), which the check's message quotes: its
+        # explanation ("... on different devices") may be in Korean
+        if "different devices" in str(err) or errors.diagnosis_of(str(err), ["device"]) is not None:
+            raise CheckFailed(_(
                 "train_epoch(model, optimizer, batches, device) with device=meta failed: model and data on "
                 "different devices. The model was moved and the batches were not (or the other way round): "
-                "x = x.to(device) and y = y.to(device) for every batch, model.to(device) once.") from None
+                "x = x.to(device) and y = y.to(device) for every batch, model.to(device) once.")) from None
         raise
     except (NotImplementedError, RuntimeError) as err:  # meta tensors hold no data: reading a number fails
         if "expected device" in str(err) or "same device" in str(err):
-            raise CheckFailed(f"model and data on different devices: {err}") from None
+            raise CheckFailed(_("model and data on different devices: {err}").format(err=err)) from None
     check(seen and all(d == "meta" for d in seen),
-          f"with device=meta the model's inputs were on {sorted(set(seen)) or 'no device (never called)'}: move "
-          "each batch to the device you are given.")
+          _("with device=meta the model's inputs were on {devices}: move each batch to the device you are "
+            "given.").format(devices=sorted(set(seen)) or _("no device (never called)")))
 
 
 def check_zero_grad(train_epoch: Callable, features: int, classes: int, seed: int, n_batches: int = 4) -> None:
@@ -176,17 +185,17 @@ def check_zero_grad(train_epoch: Callable, features: int, classes: int, seed: in
         p.register_hook(lambda g, p=p: stale.append(p.grad is not None and bool(p.grad.abs().sum() > 0)))
     step_grads: list[bool] = []
     _train(train_epoch, model, 0.1, batches, step_grads=step_grads)
-    check(stale, "train_epoch never called backward: no gradient was computed.")
+    check(stale, _("train_epoch never called backward: no gradient was computed."))
     check(not any(stale),
-          "gradients accumulate from step to step: when a step's backward ran, .grad still held the previous "
-          "step's gradient, so every update uses the sum of all gradients so far. Call optimizer.zero_grad() "
-          "before each backward.")
+          _("gradients accumulate from step to step: when a step's backward ran, .grad still held the previous "
+            "step's gradient, so every update uses the sum of all gradients so far. Call optimizer.zero_grad() "
+            "before each backward."))
     empty = step_grads.count(False)
     check(not empty,
-          f"{empty} of {len(step_grads)} optimizer steps had no gradient to use (every .grad None or zero): "
-          "optimizer.zero_grad() ran between loss.backward() and optimizer.step(), so each step used zero "
-          "gradients and the weights never changed. zero_grad belongs before each backward (at the start of the "
-          "step): zero_grad(), forward, loss, backward(), step().")
+          _("{empty} of {steps} optimizer steps had no gradient to use (every .grad None or zero): "
+            "optimizer.zero_grad() ran between loss.backward() and optimizer.step(), so each step used zero "
+            "gradients and the weights never changed. zero_grad belongs before each backward (at the start of the "
+            "step): zero_grad(), forward, loss, backward(), step().").format(empty=empty, steps=len(step_grads)))
 
 
 class _Token:
@@ -235,16 +244,16 @@ def check_memory_flat(train_epoch: Callable, features: int, classes: int, seed: 
     alive: list[int] = []
     model.register_forward_pre_hook(lambda m, args: alive.append(witness.alive()))
     result = _train(train_epoch, model, 0.1, batches)
-    check(len(alive) >= 4, f"train_epoch ran the model {len(alive)} times on {n_batches} batches; expected one "
-                           "forward pass per batch.")
+    check(len(alive) >= 4, _("train_epoch ran the model {n} times on {n_batches} batches; expected one forward pass "
+                             "per batch.").format(n=len(alive), n_batches=n_batches))
     check(max(alive) <= 2,
-          f"memory grows step to step: at the forward pass of step {len(alive)}, the autograd graphs of "
-          f"{alive[-1]} earlier steps were still alive (at most the previous one should be). Something keeps every "
-          "step's graph, e.g. total_loss += loss or losses.append(loss) (tensors with their graphs): keep "
-          "loss.item(), a plain number.")
+          _("memory grows step to step: at the forward pass of step {step}, the autograd graphs of {alive} earlier "
+            "steps were still alive (at most the previous one should be). Something keeps every step's graph, e.g. "
+            "total_loss += loss or losses.append(loss) (tensors with their graphs): keep loss.item(), a plain "
+            "number.").format(step=len(alive), alive=alive[-1]))
     if isinstance(result, torch.Tensor) and result.requires_grad:
-        raise CheckFailed("memory grows step to step: train_epoch returned a tensor that still holds the graph of "
-                          "every step (total_loss += loss); accumulate loss.item() and return a float.")
+        raise CheckFailed(_("memory grows step to step: train_epoch returned a tensor that still holds the graph of "
+                            "every step (total_loss += loss); accumulate loss.item() and return a float."))
 
 
 def check_finite(train_epoch: Callable, features: int, classes: int, seed: int, scale: float = 200.0) -> None:
@@ -263,9 +272,9 @@ def check_finite(train_epoch: Callable, features: int, classes: int, seed: int, 
     bad = troubleshoot.nonfinite_grads(model) + [n for n, p in model.named_parameters()
                                                  if not bool(torch.isfinite(p).all())]
     check(math.isfinite(got) and not bad,
-          f"NaN from log(0): with large logits the mean loss was {got} and non-finite values reached "
-          f"{sorted(set(bad)) or 'the loss'}. softmax rounds small probabilities to exactly 0 and log(0) = -inf; "
-          "use F.cross_entropy on the logits (log_softmax inside), which never takes log(0).")
+          _("NaN from log(0): with large logits the mean loss was {got} and non-finite values reached {where}. "
+            "softmax rounds small probabilities to exactly 0 and log(0) = -inf; use F.cross_entropy on the logits "
+            "(log_softmax inside), which never takes log(0).").format(got=got, where=sorted(set(bad)) or _("the loss")))
     model = classifier(features, classes, seed)
     x, y = batches[0]
     with torch.no_grad():
@@ -278,16 +287,18 @@ def check_finite(train_epoch: Callable, features: int, classes: int, seed: int, 
     if any(math.isclose(got, e, rel_tol=1e-3, abs_tol=1e-4) for e in (expected, unshifted)):
         return
     if got < expected / 2:
-        raise CheckFailed(
-            f"with huge logits the loss of one batch was {got:.5g}, finite but far below the true cross-entropy of "
-            f"these logits, {expected:.5g}. Clamping the probabilities before the log (softmax(...).clamp_min(eps), "
+        raise CheckFailed(_(
+            "with huge logits the loss of one batch was {got:.5g}, finite but far below the true cross-entropy of "
+            "these logits, {expected:.5g}. Clamping the probabilities before the log (softmax(...).clamp_min(eps), "
             "or + eps) hides the symptom: it caps each sample's loss at -log(eps) and gives the worst samples a "
             "zero gradient, so the model stops learning from its biggest mistakes. Compute log-probabilities from "
-            "the logits: F.cross_entropy(logits, y), or F.log_softmax + F.nll_loss.")
-    raise CheckFailed(
-        f"with huge logits the loss of one batch was {got:.5g}; the cross-entropy of its logits is {expected:.5g}. "
+            "the logits: F.cross_entropy(logits, y), or F.log_softmax + F.nll_loss.").format(
+            got=got, expected=expected))
+    raise CheckFailed(_(
+        "with huge logits the loss of one batch was {got:.5g}; the cross-entropy of its logits is {expected:.5g}. "
         "Compute the loss with F.cross_entropy on the logits (or F.log_softmax + F.nll_loss), train every batch (a "
-        "loop that skips non-finite steps hides the cause), and return the mean of the steps' losses.")
+        "loop that skips non-finite steps hides the cause), and return the mean of the steps' losses.").format(
+        got=got, expected=expected))
 
 
 def check_eval_no_grad(evaluate: Callable, features: int, classes: int, seed: int) -> None:
@@ -305,17 +316,17 @@ def check_eval_no_grad(evaluate: Callable, features: int, classes: int, seed: in
         got = solved(evaluate, model, batches, "cpu")
     left_off = not torch.is_grad_enabled()
     torch.set_grad_enabled(True)
-    check(recorded, "evaluate never ran the model on the batches.")
+    check(recorded, _("evaluate never ran the model on the batches."))
     check(not any(recorded),
-          "evaluation without no_grad: autograd recorded a graph for every evaluation batch (memory and time for "
-          "nothing; model.eval() alone does not stop it). Wrap the loop in `with torch.no_grad():` (or "
-          "torch.inference_mode()).")
-    check(not left_off, "after evaluate, gradients stay off for the whole program: use `with torch.no_grad():`, "
-                        "not torch.set_grad_enabled(False).")
-    got = _number(got, "evaluate", "the accuracy", strict=True)
+          _("evaluation without no_grad: autograd recorded a graph for every evaluation batch (memory and time for "
+            "nothing; model.eval() alone does not stop it). Wrap the loop in `with torch.no_grad():` (or "
+            "torch.inference_mode())."))
+    check(not left_off, _("after evaluate, gradients stay off for the whole program: use `with torch.no_grad():`, "
+                          "not torch.set_grad_enabled(False)."))
+    got = _number(got, "evaluate", N_("the accuracy"), strict=True)
     check(math.isclose(got, expected, abs_tol=1e-6),
-          f"evaluate returned an accuracy of {got:.4f}; expected {expected:.4f} (predicted class + 1 compared with "
-          "the labels numbered 1..C, over all samples).")
+          _("evaluate returned an accuracy of {got:.4f}; expected {expected:.4f} (predicted class + 1 compared with "
+            "the labels numbered 1..C, over all samples).").format(got=got, expected=expected))
 
 
 def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, epochs: int = 3,
@@ -328,19 +339,20 @@ def check_learns(train_epoch: Callable, features: int, classes: int, seed: int, 
     model.register_forward_pre_hook(lambda m, args: calls.append(1))
     got = []
     with warnings_dropped():
-        for _ in range(epochs):
+        for _epoch in range(epochs):  # not `_`: that name is the translation function here
             try:
                 got.append(_number(solved(train_epoch, model, optimizer, batches, "cpu"), "train_epoch",
                                    strict=True))
             except IndexError as err:
-                raise CheckFailed(f"train_epoch raised IndexError: {err} Labels out of range (numbered 1..C).") from None
-    check(calls, "train_epoch never ran the model on the batches: it must train one pass over them.")
-    expected = [_reference_epoch(twin, lr, batches) for _ in range(epochs)]
+                raise CheckFailed(_("train_epoch raised IndexError: {err} Labels out of range (numbered 1..C).").format(
+                    err=err)) from None
+    check(calls, _("train_epoch never ran the model on the batches: it must train one pass over them."))
+    expected = [_reference_epoch(twin, lr, batches) for _epoch in range(epochs)]
     close = all(math.isclose(g, e, rel_tol=2e-3, abs_tol=1e-4) for g, e in zip(got, expected))
-    check(close, f"the mean loss per epoch was {[round(g, 4) for g in got]}; a correct loop gives "
-                 f"{[round(e, 4) for e in expected]}. The loss does not match the reference: look for gradients "
-                 "that are not zeroed before backward (zero_grad() goes before backward, not between backward and "
-                 "step), labels not shifted to 0..C-1, or a step that is skipped.")
+    check(close, _("the mean loss per epoch was {got}; a correct loop gives {expected}. The loss does not match the "
+                   "reference: look for gradients that are not zeroed before backward (zero_grad() goes before "
+                   "backward, not between backward and step), labels not shifted to 0..C-1, or a step that is "
+                   "skipped.").format(got=[round(g, 4) for g in got], expected=[round(e, 4) for e in expected]))
     check(expected[-1] < expected[0], "internal: the reference did not learn on this case")
 
 
@@ -358,48 +370,51 @@ def caught(fn: Callable[[], Any]) -> BaseException:
 
 
 _SOURCE_HINT = {
-    ("index", "nan"): " The source blames device-side asserts on NaN/Inf; most often it is an out-of-range index "
-                      "(a label >= the number of classes, a negative label, an Embedding index).",
+    ("index", "nan"): N_("The source blames device-side asserts on NaN/Inf; most often it is an out-of-range index "
+                         "(a label >= the number of classes, a negative label, an Embedding index)."),
 }
 
 #: The categories of the task's table, spelled as the table spells them.
 CATEGORIES = ("index", "device", "dtype", "shape", "range", "memory", "nan", "no-cuda")
 
-_MEMORY_HINT = (" An out-of-memory error is a torch.OutOfMemoryError (the class to catch: "
-                "isinstance(err, torch.OutOfMemoryError); it subclasses RuntimeError, not Python's MemoryError, "
-                "which is for the host's memory), or a RuntimeError whose message says 'out of memory'.")
+_MEMORY_HINT = N_("An out-of-memory error is a torch.OutOfMemoryError (the class to catch: "
+                  "isinstance(err, torch.OutOfMemoryError); it subclasses RuntimeError, not Python's MemoryError, "
+                  "which is for the host's memory), or a RuntimeError whose message says 'out of memory'.")
 
-_GENERIC_HINT = (" Read the message, not only the exception's type: torch raises RuntimeError for most of these, "
-                 "ValueError for a batch-size mismatch, IndexError for an index out of range, and AssertionError "
-                 "when CUDA is missing.")
+_GENERIC_HINT = N_("Read the message, not only the exception's type: torch raises RuntimeError for most of these, "
+                   "ValueError for a batch-size mismatch, IndexError for an index out of range, and AssertionError "
+                   "when CUDA is missing.")
 
 
 def _hint(expected: str, category: str) -> str:
-    """Why a category is wrong, in the words of the mistake that most often gives it."""
+    """Why a category is wrong, in the words of the mistake that most often gives it (with a leading space)."""
     near = difflib.get_close_matches(category, CATEGORIES, n=1, cutoff=0.6) if category not in CATEGORIES else []
     if near:  # a misspelt category ("no_cuda"), not a wrong diagnosis
-        return (f" {category!r} is not one of the table's categories {list(CATEGORIES)}: did you mean {near[0]!r}? "
-                "Return the category spelled as the table spells it.")
+        return " " + _("{category!r} is not one of the table's categories {categories}: did you mean {near!r}? "
+                       "Return the category spelled as the table spells it.").format(
+            category=category, categories=list(CATEGORIES), near=near[0])
     if expected == "memory":
-        return _MEMORY_HINT
-    return _SOURCE_HINT.get((expected, category), _GENERIC_HINT)
+        return " " + _(_MEMORY_HINT)
+    return " " + _(_SOURCE_HINT.get((expected, category), _GENERIC_HINT))
 
 
 def _diagnosis(diagnose: Callable, err: BaseException) -> tuple[str, str]:
     with warnings_dropped():
         result = solved(diagnose, err)
     if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(r, str) for r in result)):
-        raise CheckFailed(f"diagnose returned {result!r:.80}; expected a tuple (category, fix) of two strings.")
+        raise CheckFailed(_("diagnose returned {result!r:.80}; expected a tuple (category, fix) of two "
+                            "strings.").format(result=result))
     return result[0].strip().lower(), result[1]
 
 
 def check_diagnoses(diagnose: Callable, cases: Sequence[tuple[BaseException, str]]) -> None:
     """Each exception gets its expected category."""
     for err, expected in cases:
-        category, _ = _diagnosis(diagnose, err)
+        category = _diagnosis(diagnose, err)[0]
         text = f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"
         check(category == expected,
-              f"diagnose({text}) gave the category {category!r}; expected {expected!r}." + _hint(expected, category))
+              _("diagnose({text}) gave the category {category!r}; expected {expected!r}.").format(
+                  text=text, category=category, expected=expected) + _hint(expected, category))
 
 
 _FIX_WORDS = {
@@ -447,16 +462,18 @@ def check_fixes_named(diagnose: Callable, cases: Sequence[tuple[BaseException, s
         words = _FIX_WORDS.get(expected, ())
         named = [w for w in words if re.search(_word(w), fix.lower())]
         if expected == "memory" and not named and re.search(r"empty_cache|gc\.collect|\bdel\b|free", fix.lower()):
-            raise CheckFailed(
-                f"for an out-of-memory error the fix {fix!r:.80} only frees memory after the failure "
+            raise CheckFailed(_(
+                "for an out-of-memory error the fix {fix!r:.80} only frees memory after the failure "
                 "(torch.cuda.empty_cache(), gc.collect(), del): that does not remove the cause, and the same step "
                 "fails again. Name what makes the step need less memory: a smaller batch, autocast (mixed "
-                "precision), gradient accumulation, or no_grad for evaluation.")
+                "precision), gradient accumulation, or no_grad for evaluation.").format(fix=fix))
         check(fix.strip() and named,
-              f"for a {expected!r} error the fix {fix!r:.80} names none of {list(words)}: say what to change.")
+              _("for a {expected!r} error the fix {fix!r:.80} names none of {words}: say what to change.").format(
+                  expected=expected, fix=fix, words=list(words)))
         fixes[category] = fix
     check(len(set(fixes.values())) == len(fixes),
-          f"the same fix was given for different categories ({sorted(fixes)}): each cause has its own fix.")
+          _("the same fix was given for different categories ({categories}): each cause has its own fix.").format(
+              categories=sorted(fixes)))
 
 
 # --------------------------------------------------------------------------- exercise 3: profile and read
@@ -509,12 +526,13 @@ def _export_mistake(err: AttributeError) -> str | None:
     """What a learner did wrong when export_chrome_trace raised ``err``, or None when it is something else."""
     text = str(err)
     if "Path'" in text and "endswith" in text:  # 'PosixPath' object has no attribute 'endswith'
-        return ("prof.export_chrome_trace was given a pathlib.Path: torch 2.13 calls path.endswith(...), which a Path "
-                f"lacks ({type(err).__name__}: {err}). Pass a str: prof.export_chrome_trace(str(trace_path)).")
+        return _("prof.export_chrome_trace was given a pathlib.Path: torch 2.13 calls path.endswith(...), which a "
+                 "Path lacks ({kind}: {err}). Pass a str: prof.export_chrome_trace(str(trace_path)).").format(
+            kind=type(err).__name__, err=err)
     if "'NoneType' object has no attribute 'save'" in text:  # the profile's results exist only after its block
-        return ("prof.export_chrome_trace was called inside the `with profile(...)` block: the trace exists only "
-                f"once the block has ended (torch raised {type(err).__name__}: {err}). Export after the block, at "
-                "the indentation of the `with` line.")
+        return _("prof.export_chrome_trace was called inside the `with profile(...)` block: the trace exists only "
+                 "once the block has ended (torch raised {kind}: {err}). Export after the block, at the indentation "
+                 "of the `with` line.").format(kind=type(err).__name__, err=err)
     return None
 
 
@@ -527,12 +545,12 @@ def _empty_mistake(err: ValueError, path: Path, names: list[str]) -> str | None:
         found = [n for n, ms in troubleshoot.region_totals(path, names).items() if ms > 0] if path.exists() else []
     except ValueError:
         found = []
-    where = (f"The trace does name the regions {found}: your filter dropped them; keep the events whose 'cat' is "
-             "'user_annotation' and whose 'name' is a region's name." if found else
-             "The trace you exported names no region: run each region's function inside `with "
-             "record_function(name):`, inside the profiler's block, and export after the block.")
-    return (f"profile_regions raised ValueError ({err}): it took the slowest of an empty collection, so no region's "
-            f"time was found in the trace. {where}")
+    where = (_("The trace does name the regions {found}: your filter dropped them; keep the events whose 'cat' is "
+               "'user_annotation' and whose 'name' is a region's name.").format(found=found) if found else
+             _("The trace you exported names no region: run each region's function inside `with "
+               "record_function(name):`, inside the profiler's block, and export after the block."))
+    return _("profile_regions raised ValueError ({err}): it took the slowest of an empty collection, so no region's "
+             "time was found in the trace. {where}").format(err=err, where=where)
 
 
 def _profiled(profile_regions: Callable, durations: Mapping[str, float]
@@ -561,24 +579,24 @@ def _profiled(profile_regions: Callable, durations: Mapping[str, float]
 
 def check_trace_names(profile_regions: Callable, durations: Mapping[str, float]) -> None:
     """Each region runs once; the trace file exists, is a Chrome trace, and names every region (record_function)."""
-    _, path, folder, regions = _profiled(profile_regions, durations)
+    path, folder, regions = _profiled(profile_regions, durations)[1:]  # not `_, ...`: `_` translates here
     with folder:
-        check(path.exists(), f"no trace file at trace_path after profile_regions: call prof.export_chrome_trace"
-                             f"(trace_path) after the profiler's block.")
+        check(path.exists(), _("no trace file at trace_path after profile_regions: call "
+                               "prof.export_chrome_trace(trace_path) after the profiler's block."))
         try:
             totals = troubleshoot.region_totals(path, list(durations))
         except ValueError as err:  # json.JSONDecodeError is a ValueError
-            raise CheckFailed(f"the file at trace_path is not a Chrome trace ({err}): export it with "
-                              "prof.export_chrome_trace(trace_path).") from None
+            raise CheckFailed(_("the file at trace_path is not a Chrome trace ({err}): export it with "
+                                "prof.export_chrome_trace(trace_path).").format(err=err)) from None
     missing = [n for n, ms in totals.items() if ms <= 0]
-    check(not missing, f"the trace names no region {missing}: run each region's function inside "
-                       "`with record_function(name):`, inside the profiler's block.")
+    check(not missing, _("the trace names no region {missing}: run each region's function inside "
+                         "`with record_function(name):`, inside the profiler's block.").format(missing=missing))
     wrong = {name: n for name, n in regions.calls.items() if n != 1}
     check(not wrong,
-          f"profile_regions ran the regions {wrong} times (name: calls); the task says once each. A region can "
-          "change state: run an optimizer step twice and the weights move twice, so what you profiled is not the "
-          "step you were given. Call each region's function exactly once, inside its record_function (no warm-up "
-          "calls, no second pass).")
+          _("profile_regions ran the regions {wrong} times (name: calls); the task says once each. A region can "
+            "change state: run an optimizer step twice and the weights move twice, so what you profiled is not the "
+            "step you were given. Call each region's function exactly once, inside its record_function (no warm-up "
+            "calls, no second pass).").format(wrong=wrong))
 
 
 def check_slowest_region(profile_regions: Callable, durations: Mapping[str, float]) -> None:
@@ -586,9 +604,11 @@ def check_slowest_region(profile_regions: Callable, durations: Mapping[str, floa
     result, path, folder, regions = _profiled(profile_regions, durations)
     with folder:
         totals = troubleshoot.region_totals(path, list(durations)) if path.exists() else {}
-    check(isinstance(result, str), f"profile_regions returned {result!r:.60}; expected the region's name, a str.")
-    check(result in durations, f"profile_regions returned {result!r}, which is not one of the regions "
-                               f"{list(durations)}: keep only the record_function events (cat 'user_annotation').")
+    check(isinstance(result, str), _("profile_regions returned {result!r:.60}; expected the region's name, a "
+                                     "str.").format(result=result))
+    check(result in durations, _("profile_regions returned {result!r}, which is not one of the regions {regions}: "
+                                 "keep only the record_function events (cat 'user_annotation').").format(
+        result=result, regions=list(durations)))
     # The trace decides, not the durations the check asked for: on a busy grader a 4 ms sleep can take 56 ms, and
     # an answer that reads the trace right names that region.
     measured = totals if totals and all(v > 0 for v in totals.values()) else durations
@@ -598,19 +618,21 @@ def check_slowest_region(profile_regions: Callable, durations: Mapping[str, floa
         return
     hints = []  # every mistake that gives this answer: the learner knows which one they made
     if result == regions.jumper and regions.ahead:
-        hints.append(f"If you timed the regions with a Python clock: while {result!r} ran, the check moved "
-                     f"time.perf_counter, time.time and time.monotonic ahead by {_CLOCK_JUMP_S:.0f} s, which the "
-                     "profiler does not see, so an answer that follows a Python clock, not the trace, names it. Read "
-                     "the trace back (json.load(open(trace_path))) and sum each region's 'dur' over its "
-                     "'user_annotation' events.")
+        hints.append(_("If you timed the regions with a Python clock: while {result!r} ran, the check moved "
+                       "time.perf_counter, time.time and time.monotonic ahead by {jump:.0f} s, which the profiler "
+                       "does not see, so an answer that follows a Python clock, not the trace, names it. Read the "
+                       "trace back (json.load(open(trace_path))) and sum each region's 'dur' over its "
+                       "'user_annotation' events.").format(result=result, jump=_CLOCK_JUMP_S))
     if result == fastest:
-        hints.append("It is the fastest in the trace: take the largest total duration ('dur'), not the smallest.")
+        hints.append(_("It is the fastest in the trace: take the largest total duration ('dur'), not the smallest."))
     if result == max(durations):
-        hints.append(f"{result!r} is the last name in alphabetical order: max(totals) compares the dict's keys; "
-                     "compare the durations: max(totals, key=totals.get).")
-    hint = " " + " ".join(hints) if hints else " Sum each region's 'dur' (microseconds) over its events and take the largest."
+        hints.append(_("{result!r} is the last name in alphabetical order: max(totals) compares the dict's keys; "
+                       "compare the durations: max(totals, key=totals.get).").format(result=result))
+    hint = " " + (" ".join(hints) if hints else
+                  _("Sum each region's 'dur' (microseconds) over its events and take the largest."))
     if measured is durations:
-        hint += (" (The trace names no region, so the check went by the durations it asked for: run each region "
-                 "inside `with record_function(name):` and read the trace.)")
-    raise CheckFailed(f"profile_regions returned {result!r}; the slowest region is {expected!r} "
-                      f"(trace totals in ms: { {k: round(v, 1) for k, v in totals.items()} }).{hint}")
+        hint += " " + _("(The trace names no region, so the check went by the durations it asked for: run each "
+                        "region inside `with record_function(name):` and read the trace.)")
+    raise CheckFailed(_("profile_regions returned {result!r}; the slowest region is {expected!r} (trace totals in "
+                        "ms: {totals}).{hint}").format(
+        result=result, expected=expected, totals={k: round(v, 1) for k, v in totals.items()}, hint=hint))

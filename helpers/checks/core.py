@@ -48,11 +48,15 @@ __all__ = [
 
 
 def _fail(what: str, got: Any, expected: Any, hint: str) -> None:
-    parts = [f"{what}: got {got}", f"expected {expected}"]
-    text = "; ".join(parts) + "."
+    text = _("{what}: got {got}; expected {expected}.").format(what=what, got=got, expected=expected)
     if hint:
         text += f" {hint}"
     raise CheckFailed(text)
+
+
+def _either(types: tuple[type, ...]) -> str:
+    """The names of the types a check accepts, as "ValueError or KeyError" (in the learner's language)."""
+    return _(" or ").join(t.__name__ for t in types)
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -60,7 +64,8 @@ def _short(value: Any, limit: int = 120) -> str:
         if value.numel() <= 6:
             text = f"tensor({value.tolist()}, dtype={value.dtype}, device={value.device})"
         else:
-            text = f"tensor of shape {tuple(value.shape)}, dtype={value.dtype}, device={value.device}"
+            text = _("tensor of shape {shape}, dtype={dtype}, device={device}").format(
+                shape=tuple(value.shape), dtype=value.dtype, device=value.device)
     else:
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -105,23 +110,26 @@ def check_close(
         detail = str(err).strip().splitlines()
         first = detail[0] if detail else ""
         raise CheckFailed(
-            f"{what}: got {_short(actual)}, expected {_short(expected)} ({first}). {hint}".rstrip()
+            _("{what}: got {got}, expected {expected} ({detail}). {hint}").format(
+                what=what, got=_short(actual), expected=_short(expected), detail=first, hint=hint).rstrip()
         ) from None
 
 
 def check_dtype(tensor: Any, dtype: torch.dtype, what: str, hint: str = "") -> None:
     """``tensor`` is a tensor of ``dtype``."""
     if not isinstance(tensor, torch.Tensor):
-        _fail(what, f"a {type(tensor).__name__}, not a tensor", f"a tensor of dtype {dtype}", hint)
+        _fail(what, _("a {kind}, not a tensor").format(kind=type(tensor).__name__),
+              _("a tensor of dtype {dtype}").format(dtype=dtype), hint)
     elif tensor.dtype != dtype:
-        _fail(what, f"dtype {tensor.dtype}", f"dtype {dtype}", hint)
+        _fail(what, _("dtype {dtype}").format(dtype=tensor.dtype), _("dtype {dtype}").format(dtype=dtype), hint)
 
 
 def check_type(value: Any, types: type | tuple[type, ...], what: str, hint: str = "") -> None:
     """``value`` is an instance of ``types``."""
     if not isinstance(value, types):
-        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-        _fail(what, f"a {type(value).__name__} ({_short(value, 60)})", f"a {names}", hint)
+        names = _either(types if isinstance(types, tuple) else (types,))
+        _fail(what, _("a {kind} ({value})").format(kind=type(value).__name__, value=_short(value, 60)),
+              _("a {names}").format(names=names), hint)
 
 
 def check_raises(
@@ -137,13 +145,14 @@ def check_raises(
         raise  # e.g. solved() inside fn: "not written yet" says more than "wrong exception"
     except exc_type as err:
         if type(err) is NotImplementedError and not err.args:  # an unsolved stub, not the expected error
-            raise CheckFailed(f"{what}: the function is not written yet (it raises NotImplementedError()).") from None
+            raise CheckFailed(_("{what}: the function is not written yet (it raises NotImplementedError()).").format(
+                what=what)) from None
         return err
     except Exception as err:  # noqa: BLE001 - the wrong exception is the learner's mistake to report
-        names = exc_type.__name__ if isinstance(exc_type, type) else " or ".join(t.__name__ for t in exc_type)
+        names = exc_type.__name__ if isinstance(exc_type, type) else _either(exc_type)
         _fail(what, f"{type(err).__name__}: {err}", f"{names}", hint)
-    names = exc_type.__name__ if isinstance(exc_type, type) else " or ".join(t.__name__ for t in exc_type)
-    _fail(what, "no exception", f"{names} to be raised", hint)
+    names = exc_type.__name__ if isinstance(exc_type, type) else _either(exc_type)
+    _fail(what, _("no exception"), _("{names} to be raised").format(names=names), hint)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -220,10 +229,12 @@ def warnings_as_notes() -> Iterator[None]:
     finally:
         root.handlers = saved_handlers
         notes = [f"{w.category.__name__}: {w.message}" for w in caught]
-        notes += [f"log {r.levelname}: {r.getMessage()}" for r in [*keep.records, *named]]
+        notes += [_("log {level}: {message}").format(level=r.levelname, message=r.getMessage())
+                  for r in [*keep.records, *named]]
         notes += [f"stderr: {line}" for line in stderr.getvalue().splitlines() if line.strip()]
         for note in dict.fromkeys(notes):  # once each, in order
-            print(f"note (costs no points) — your code warned: {note if len(note) <= 300 else note[:297] + '...'}")
+            print(_("note (costs no points) — your code warned: {note}").format(
+                note=note if len(note) <= 300 else note[:297] + "..."))
 
 
 @contextlib.contextmanager
@@ -267,7 +278,8 @@ def _self_judging(value: Any, depth: int = 0, budget: list[int] | None = None) -
             continue
         defined = sorted(_SELF_JUDGING & set(vars(cls)))
         if defined:
-            return f"a {kind.__name__} (its class {cls.__name__} defines {', '.join(defined)})"
+            return _("a {kind} (its class {cls} defines {names})").format(
+                kind=kind.__name__, cls=cls.__name__, names=", ".join(defined))
     if isinstance(value, dict):
         items = [*value.keys(), *value.values()]
     elif isinstance(value, (list, tuple, set, frozenset)):
@@ -311,12 +323,13 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         meaning = explain_device_error(err)
         if meaning is None:
             raise
-        raise CheckFailed(f"`{name}` raised {type(err).__name__}: {err} This means {meaning}") from None
+        raise CheckFailed(_("`{name}` raised {kind}: {err} This means {meaning}").format(
+            name=name, kind=type(err).__name__, err=err, meaning=meaning)) from None
     disguised = _self_judging(result)
     if disguised:
-        raise CheckFailed(f"`{name}` returned {disguised}: an object that can answer a check's comparison for "
-                          "itself cannot be graded. Return plain values (numbers, strings, tensors, lists, dicts), "
-                          "as the task asks.")
+        raise CheckFailed(_("`{name}` returned {disguised}: an object that can answer a check's comparison for itself "
+                            "cannot be graded. Return plain values (numbers, strings, tensors, lists, dicts), as the "
+                            "task asks.").format(name=name, disguised=disguised))
     return result
 
 
@@ -331,9 +344,11 @@ def solved_or(fallback: Callable[..., Any], fn: Callable[..., Any], *args: Any, 
     try:
         return solved(fn, *args, **kwargs)
     except Exception as err:  # noqa: BLE001 - the exercise not done (or not right yet) must not stop the chapter
-        why = str(err) if isinstance(err, CheckFailed) else f"`{name}` raised {type(err).__name__}: {err}"
+        why = str(err) if isinstance(err, CheckFailed) else _("`{name}` raised {kind}: {err}").format(
+            name=name, kind=type(err).__name__, err=err)
         fallback_name = f"{getattr(fallback, '__module__', '')}.{getattr(fallback, '__qualname__', fallback)}"
-        print(f"note: {why[:200]}; this cell uses the course's version ({fallback_name}) instead.")
+        print(_("note: {why}; this cell uses the course's version ({fallback}) instead.").format(
+            why=why[:200], fallback=fallback_name))
         return fallback(*args, **kwargs)
 
 

@@ -25,32 +25,35 @@ from typing import Any
 
 from helpers.checks.failure import CheckFailed
 from helpers.checks.patching import Change, patched
+from helpers.i18n import N_, _
 
 __all__ = ["COURSE_VERSIONS", "CourseVersionCalled", "forbid_course_versions"]
 
 # exercise function (as the task names it) -> {"module:qualname" of a course function: when the course uses it}
 COURSE_VERSIONS: dict[str, dict[str, str]] = {
     # chapter 02. forward_on has no course version: to_device moves its input (fine), nothing does the rest
-    "choose_device": {"helpers.device:pick_device": "every chapter's opening cell uses it; use it yourself from chapter 03 on",
-                      "helpers.device:available_devices": "the inventory behind pick_device",
-                      "helpers.device:accelerator": "pick_device's automatic choice"},
-    "move_batch": {"helpers.device:to_device": "used from chapter 03 on"},
-    "time_on_device": {"helpers.benchmark:time_callable": "chapter 01's sweeps use it, and every chapter from 03 on",
-                       "helpers.benchmark:sync_timer": "the synchronising clock inside bench.time_callable"},
-    "compare_devices": {"helpers.benchmark:sweep": "chapter 01's sweep over sizes and devices",
-                        "helpers.benchmark:crossover": "chapter 01's sweep reads its crossover with it"},
-    "training_memory": {"helpers.memory:estimate_anatomy": "chapter 03 measures with it in section 3"},
-    "amp_train_step": {"helpers.amp:scaled_step": "chapter 05 names it in section 6, for use after the exercises"},
-    "amp_clip_step": {"helpers.amp:scaled_step": "with max_norm; chapter 05 names it in section 6, for use after "
-                                                 "the exercises"},
-    "diagnose": {"helpers.troubleshoot:explain_error": "chapter 07's own diagnosis, shown above the exercise",
-                 "helpers.errors:diagnosis_of": "the table of rules behind explain_error"},
-    "profile_regions": {"helpers.troubleshoot:profile_regions": "chapter 07's own version",
-                        "helpers.troubleshoot:region_totals": "chapter 07's trace reader, used in section 5",
-                        "helpers.troubleshoot:slowest_region": "chapter 07's trace reader, used in section 5"},
-    "loader_for": {"helpers.dataloader:make_loader": "used in chapter 04 after this exercise"},
-    "seed_numpy_worker": {"helpers.dataloader:seed_worker": "used in chapter 04 after this exercise"},
-    "train_ddp": {"helpers.ddp:train": "chapter 06's DDP loop, timed in its section 5"},
+    "choose_device": {
+        "helpers.device:pick_device": N_("every chapter's opening cell uses it; use it yourself from chapter 03 on"),
+        "helpers.device:available_devices": N_("the inventory behind pick_device"),
+        "helpers.device:accelerator": N_("pick_device's automatic choice")},
+    "move_batch": {"helpers.device:to_device": N_("used from chapter 03 on")},
+    "time_on_device": {
+        "helpers.benchmark:time_callable": N_("chapter 01's sweeps use it, and every chapter from 03 on"),
+        "helpers.benchmark:sync_timer": N_("the synchronising clock inside bench.time_callable")},
+    "compare_devices": {"helpers.benchmark:sweep": N_("chapter 01's sweep over sizes and devices"),
+                        "helpers.benchmark:crossover": N_("chapter 01's sweep reads its crossover with it")},
+    "training_memory": {"helpers.memory:estimate_anatomy": N_("chapter 03 measures with it in section 3")},
+    "amp_train_step": {"helpers.amp:scaled_step": N_("chapter 05 names it in section 6, for use after the exercises")},
+    "amp_clip_step": {"helpers.amp:scaled_step": N_("with max_norm; chapter 05 names it in section 6, for use after "
+                                                    "the exercises")},
+    "diagnose": {"helpers.troubleshoot:explain_error": N_("chapter 07's own diagnosis, shown above the exercise"),
+                 "helpers.errors:diagnosis_of": N_("the table of rules behind explain_error")},
+    "profile_regions": {"helpers.troubleshoot:profile_regions": N_("chapter 07's own version"),
+                        "helpers.troubleshoot:region_totals": N_("chapter 07's trace reader, used in section 5"),
+                        "helpers.troubleshoot:slowest_region": N_("chapter 07's trace reader, used in section 5")},
+    "loader_for": {"helpers.dataloader:make_loader": N_("used in chapter 04 after this exercise")},
+    "seed_numpy_worker": {"helpers.dataloader:seed_worker": N_("used in chapter 04 after this exercise")},
+    "train_ddp": {"helpers.ddp:train": N_("chapter 06's DDP loop, timed in its section 5")},
 }
 
 
@@ -59,14 +62,17 @@ class CourseVersionCalled(CheckFailed):
 
 
 def message(target: str, when: str) -> str:
+    """What the learner reads on calling ``target``; ``when`` (a note of :data:`COURSE_VERSIONS`) is translated here,
+    in the language chosen by the time the check runs."""
     name = target.replace(":", ".")
-    return (f"write it yourself: `{name}` is the course's own version of this exercise ({when}), so calling it "
-            f"earns nothing here. Use torch and the standard library; the task says what to do step by step.")
+    return _("write it yourself: `{name}` is the course's own version of this exercise ({when}), so calling it earns "
+             "nothing here. Use torch and the standard library; the task says what to do step by step.").format(
+        name=name, when=_(when) if when else when)  # _("") would be the catalog's header
 
 
 def _owner(spec: str) -> tuple[Any, str]:
     """(the object that holds it, its attribute name) for "module:qualname" (a class's method too)."""
-    module_name, _, qualname = spec.partition(":")
+    module_name, _colon, qualname = spec.partition(":")
     *path, name = qualname.split(".")
     owner: Any = importlib.import_module(module_name)
     for part in path:

@@ -16,6 +16,7 @@ from typing import Any
 from unittest import mock
 
 from helpers.checks.failure import CheckFailed
+from helpers.i18n import _
 
 __all__ = ["CallLog", "patched", "record_calls"]
 
@@ -65,9 +66,9 @@ def _still_installed(installed: list[Change]) -> None:
     gone = [f"{getattr(owner, '__name__', type(owner).__name__)}.{attr}" for owner, attr, new in installed
             if getattr(owner, attr, None) is not new]
     if gone:
-        raise CheckFailed(f"while this check watched your code, your code replaced {', '.join(gone)}, which the "
-                          "check had put in place to observe it; the check cannot trust what it saw. Call torch's "
-                          "functions; do not reassign them.")
+        raise CheckFailed(_("while this check watched your code, your code replaced {names}, which the check had "
+                            "put in place to observe it; the check cannot trust what it saw. Call torch's functions; "
+                            "do not reassign them.").format(names=", ".join(gone)))
 
 
 def _rebound(value: Any, replacement: dict[int, tuple[Any, Any]]) -> Any:
