@@ -13,7 +13,7 @@ read and written with Babel (``babel.messages``), the library Jinja, Flask and S
   suite fails on any (``tests/test_translation.py``), so an English edit fails CI until its Korean entry is
   updated: a reader never gets Korean that says something the English no longer says.
 * :func:`korean_notebook` builds the Korean instructor notebook from the English one and the catalog:
-  markdown replaced, code cells unchanged, one tagged setting cell after the opening cell that selects the
+  markdown replaced, code cells unchanged, one tagged setting cell before the opening cell that selects the
   language for the helpers' messages (:data:`SETTING_CELL`). Where an entry cannot be used (only while a
   translator works: CI refuses it) the English cell stays and says so in Korean, visibly.
 
@@ -179,7 +179,7 @@ def korean_notebook(nb: nbformat.NotebookNode, catalog: Catalog) -> nbformat.Not
     setting.metadata["tags"] = [SETTING_TAG]
     opening = next(i for i, c in enumerate(korean.cells)
                    if c.cell_type == "code" and "colab" not in c.metadata.get("tags", []))
-    korean.cells.insert(opening + 1, setting)
+    korean.cells.insert(opening, setting)  # before the opening cell, so its first line is Korean too
     korean.metadata["language_info"] = {**korean.metadata.get("language_info", {}), "name": "python"}
     korean.metadata["course_edition"] = LANGUAGE
     return korean
@@ -256,8 +256,9 @@ def extract_messages(root: Path) -> Catalog:
 
 
 #: English that notebook code hands to a helper which shows it through ``_()``: the title under a passed check,
-#: the role ``describe_leader`` names, the titles and axis labels the course's plot functions draw
-_NOTEBOOK_POSITIONAL = {"passed": 0, "describe_leader": 1, "stamp": 1}
+#: the role ``describe_leader`` names, the titles and axis labels the course's plot functions draw, and the
+#: chapters' own printed text, written ``tr("...")`` (helpers.i18n.tr)
+_NOTEBOOK_POSITIONAL = {"passed": 0, "describe_leader": 1, "stamp": 1, "tr": 0}
 _NOTEBOOK_KEYWORDS = ("title", "xlabel", "ylabel")
 
 

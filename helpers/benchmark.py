@@ -527,6 +527,7 @@ def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False,
     things compared, so the sentence does not call it unlike).
     """
     top, measured = leaders(timings, slowest=slowest), _measured(timings)
+    what = _(what)  # the role a chapter names ("fastest CPU baseline"): its English is a catalog entry too
     if len(top) > 1:
         return _("no single {what}: {names} are within the noise on this machine").format(
             what=what, names=_(" and ").join(t.label for t in top))

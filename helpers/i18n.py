@@ -24,7 +24,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["LANGUAGES", "N_", "_", "current", "use"]
+__all__ = ["LANGUAGES", "N_", "_", "current", "tr", "use"]
 
 #: the languages the course has catalogs for; anything else is English
 LANGUAGES = ("en", "ko")
@@ -96,3 +96,8 @@ def _(message: str) -> str:
     if language == "en" or not message:  # gettext("") is the catalog's header, never a message
         return message
     return _catalog(language).gettext(message)
+
+
+#: ``_`` under a name notebook code can keep: in a notebook ``_`` is IPython's last output and a common throwaway
+#: loop variable, so cells write ``print(tr("... {n} ...").format(n=n))`` (the chapters' own printed text).
+tr = _

@@ -359,21 +359,22 @@ def compile_timings(fn: Callable[..., Any], args: Sequence[Any], device: str | t
     compiled(*args)
     synchronize(device)
     first = time.perf_counter() - start
-    for _ in range(3):  # warm both (a second compiled call may still specialise)
+    for _warm in range(3):  # warm both (a second compiled call may still specialise)
         fn(*args)
         compiled(*args)
     rounds: dict[str, list[float]] = {"eager": [], "compiled": []}
-    for _ in range(repeats):
+    for _round in range(repeats):
         for name, f in (("eager", fn), ("compiled", compiled)):
             synchronize(device)
             start = time.perf_counter()
-            for _ in range(calls):
+            for _call in range(calls):
                 f(*args)
             synchronize(device)
             rounds[name].append((time.perf_counter() - start) / calls)
-    prefix = f"{label}, " if label else ""
-    return CompileTimings(first, Timing.from_times(rounds["eager"], device, label=f"{prefix}eager"),
-                          Timing.from_times(rounds["compiled"], device, label=f"{prefix}compiled"))
+    eager, compiled = ((_("{label}, eager").format(label=label), _("{label}, compiled").format(label=label)) if label
+                       else (_("eager"), _("compiled")))
+    return CompileTimings(first, Timing.from_times(rounds["eager"], device, label=eager),
+                          Timing.from_times(rounds["compiled"], device, label=compiled))
 
 
 @dataclass(frozen=True)

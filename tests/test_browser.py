@@ -136,14 +136,15 @@ PROMPTS = ("() => [...document.querySelectorAll('" + SHOWN + " .jp-CodeCell .jp-
            ".map(e => e.textContent)")
 
 
-def run_all_and_save(page):
-    """Run All Cells from the Run menu, wait until every code cell has its execution count, save."""
+def run_all_and_save(page, run="Run", run_all="Run All Cells", idle="Idle"):
+    """Run All Cells from the Run menu, wait until every code cell has its execution count, save. The menu's and
+    the status bar's words are JupyterLab's, in its language (Korean: "실행", "모든 셀 실행", "대기")."""
     # the kernel is connected and idle (status bar "Python 3 (ipykernel) | Idle"); before that Run All does nothing
-    page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"Python 3.* \| Idle")).wait_for(
+    page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(rf"Python 3.* \| {idle}")).wait_for(
         timeout=SERVER_START_S * 1000)
     page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").first.click()
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_text("Run All Cells", exact=True).click()
+    page.get_by_role("menuitem", name=run, exact=True).click()
+    page.get_by_text(run_all, exact=True).click()
     deadline = time.monotonic() + NOTEBOOK_RUN_MS / 1000
     while True:
         prompts = page.evaluate(PROMPTS)
@@ -276,17 +277,7 @@ def test_a_korean_learner_gets_korean_menus_text_and_check_messages(tmp_path, ch
             page.get_by_role("menuitem", name="실행", exact=True).wait_for(timeout=60_000)  # JupyterLab speaks Korean
             page.locator(f"{SHOWN} .jp-RenderedMarkdown h1", has_text="시작하기").first.wait_for(timeout=60_000)
             shots(page, "korean-lab")
-            page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"Python 3.*")).first.wait_for(timeout=60_000)
-            page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").first.click()
-            page.get_by_role("menuitem", name="실행", exact=True).click()
-            page.get_by_text("모든 셀 실행", exact=True).click()
-            deadline = time.monotonic() + NOTEBOOK_RUN_MS / 1000
-            while not all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in page.evaluate(PROMPTS) or ["x"]):
-                assert time.monotonic() < deadline, "Run All did not finish in the Korean edition"
-                page.wait_for_timeout(500)
-            page.keyboard.press("Control+s")
-            page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
-                                   timeout=30_000)
+            run_all_and_save(page, run="실행", run_all="모든 셀 실행", idle="대기")
             shots(page, "korean-ran")
     except BaseException:
         with contextlib.suppress(Exception):

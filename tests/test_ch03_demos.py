@@ -12,6 +12,7 @@ import io
 import pytest
 
 from course import load, solution_path, submissions
+from helpers.i18n import tr  # the chapter's cells print through it (its opening cell imports it)
 
 
 def _cell(nb, text):
@@ -72,7 +73,7 @@ def test_the_snapshot_cell_reads_back_what_it_wrote(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     nb = load(solution_path("03_memory"))
-    namespace = {"torch": torch, "mem": mem, "device": types.SimpleNamespace(type="cuda"),
+    namespace = {"tr": tr, "torch": torch, "mem": mem, "device": types.SimpleNamespace(type="cuda"),
                  "make_model": lambda: torch.nn.Linear(2, 2), "make_batch": lambda n: (None, None),
                  "train_step": lambda *args: None}
     out = io.StringIO()
@@ -101,7 +102,7 @@ def test_on_a_gpu_the_budget_is_the_real_devices(monkeypatch):
     # which on a CUDA build without a driver raises instead of answering
     cuda = types.SimpleNamespace(is_available=lambda: True, mem_get_info=lambda d: (70 * 2**30, 80 * 2**30),
                                  memory_reserved=lambda d: 300 * 2**20, memory_allocated=lambda d: 100 * 2**20)
-    namespace = {"torch": types.SimpleNamespace(optim=torch.optim, cuda=cuda), "F": torch.nn.functional, "mem": mem,
+    namespace = {"tr": tr, "torch": types.SimpleNamespace(optim=torch.optim, cuda=cuda), "F": torch.nn.functional, "mem": mem,
                  "MiB": 2**20, "device": types.SimpleNamespace(type="cuda"),
                  "make_model": lambda: nn.Linear(128, 10), "make_batch": lambda n: (torch.randn(n, 128), torch.randn(n, 10))}
     out = io.StringIO()
@@ -117,7 +118,7 @@ def test_without_a_gpu_the_budget_is_simulated_and_says_so():
     from helpers import memory as mem
 
     nb = load(solution_path("03_memory"))
-    namespace = {"torch": torch, "F": torch.nn.functional, "mem": mem, "MiB": 2**20, "device": torch.device("cpu"),
+    namespace = {"tr": tr, "torch": torch, "F": torch.nn.functional, "mem": mem, "MiB": 2**20, "device": torch.device("cpu"),
                  "make_model": lambda: torch.nn.Linear(128, 10),
                  "make_batch": lambda n: (torch.randn(n, 128), torch.randn(n, 10))}
     out = io.StringIO()

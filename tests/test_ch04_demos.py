@@ -17,6 +17,7 @@ import pytest
 
 from course import load, solution_path
 from helpers import benchmark as bench
+from helpers.i18n import tr
 
 COPY_MS, PRODUCT_MS = 3.0, 1.0
 
@@ -111,7 +112,7 @@ def _run(cuda):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(_overlap_cell(), "<cell c25b>", "exec"),  # noqa: S102 - the chapter's own cell
-             {"torch": fake_torch, "device": "cuda", "bench": bench})
+             {"torch": fake_torch, "device": "cuda", "bench": bench, "tr": tr})  # tr: the opening cell's import
     return out.getvalue()
 
 

@@ -92,6 +92,17 @@ def _step(model, optimizer, x, y):
     return logits, loss
 
 
+def _quiet_loop(model, optimizer, batches):
+    """The loop most answers below share (losses kept as tensors, a tensor count): they differ after it."""
+    losses, correct, seen = [], 0, 0
+    for x, y in batches:
+        logits, loss = _step(model, optimizer, x, y)
+        losses.append(loss.detach())
+        correct += (logits.argmax(1) == y).sum()
+        seen += len(y)
+    return losses, correct, seen
+
+
 def item_each_step(model, optimizer, batches):
     losses, correct, seen = [], 0, 0
     for x, y in batches:
@@ -130,12 +141,7 @@ def cpu_each_step(model, optimizer, batches):
 
 
 def one_by_one_after(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     values = [float(l) for l in losses]
     if any(math.isnan(v) for v in values):
         raise FloatingPointError("NaN loss")
@@ -143,12 +149,7 @@ def one_by_one_after(model, optimizer, batches):
 
 
 def too_many_reads_after(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     losses = torch.stack(losses)
     if torch.isnan(losses).any():
         raise FloatingPointError("NaN loss")
@@ -169,12 +170,7 @@ def averaged_per_batch(model, optimizer, batches):
 
 
 def returns_tensors(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     losses = torch.stack(losses)
     if torch.isnan(losses).any():
         raise FloatingPointError("NaN loss")
@@ -182,42 +178,22 @@ def returns_tensors(model, optimizer, batches):
 
 
 def returns_a_list_of_tensors(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     return losses, correct.item() / seen
 
 
 def accuracy_as_a_tensor(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     return torch.stack(losses).tolist(), correct.double() / seen
 
 
 def no_nan_guard(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     return torch.stack(losses).tolist(), correct.item() / seen
 
 
 def raises_value_error(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     losses = torch.stack(losses)
     if torch.isnan(losses).any():
         raise ValueError("a loss is NaN")
@@ -374,12 +350,7 @@ def test_removing_the_counter_while_it_runs_is_refused():
 
 def divides_as_a_tensor(model, optimizer, batches):
     """Right: the division done by torch (in float32, the default dtype), then read once."""
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     losses = torch.stack(losses)
     if torch.isnan(losses).any():
         raise FloatingPointError("NaN loss")
@@ -410,12 +381,7 @@ def test_the_per_batch_hint_is_not_given_for_another_accuracy_mistake():
 
 
 def tensor_of_the_list(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
     losses = torch.tensor(losses)  # reads the list one by one: a device-to-host copy per batch on a GPU
     if torch.isnan(losses).any():
         raise FloatingPointError("NaN loss")

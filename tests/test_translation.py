@@ -203,3 +203,41 @@ def test_a_korean_plot_label_renders_without_a_missing_glyph_warning(monkeypatch
         plt.close(fig)
     finally:
         i18n._chosen = None
+
+
+def _functions_that_shadow_gettext(source: str) -> list[str]:
+    """Functions that bind the name ``_`` (``for _ in ...``, ``a, _ = ...``) and also call ``_()``: the call then
+    hits the local value ("'int' object is not callable") in the language that reaches that line."""
+    import ast
+
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        binds = calls = False
+        todo = list(fn.body)
+        while todo:
+            node = todo.pop()
+            nested = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+                                       ast.SetComp, ast.DictComp, ast.GeneratorExp))
+            for inner in (ast.walk(node) if nested else [node]):
+                calls |= isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "_"
+            if nested:
+                continue
+            binds |= isinstance(node, ast.Name) and node.id == "_" and isinstance(node.ctx, ast.Store)
+            todo.extend(ast.iter_child_nodes(node))
+        if binds and calls:
+            found.append(f"{fn.name} (line {fn.lineno})")
+    return found
+
+
+def test_no_helper_function_hides_gettext_behind_a_local_underscore():
+    found = {str(p.relative_to(ROOT)): hits for p in sorted((ROOT / "helpers").rglob("*.py"))
+             if (hits := _functions_that_shadow_gettext(p.read_text()))}
+    assert not found, f"rename the throwaway variable `_` in: {found}"
+
+
+def test_the_shadowing_rule_can_fail():
+    assert _functions_that_shadow_gettext("def f():\n    for _ in range(2):\n        pass\n    return _('x')\n") == \
+        ["f (line 1)"]
+    assert _functions_that_shadow_gettext("def g():\n    return [_('x') for _n in range(2)]\n") == []
