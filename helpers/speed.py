@@ -30,10 +30,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+import weakref
 from typing import Any
 from unittest import mock
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode  # no public way to see every op torch runs (2.11-2.13)
 
 from helpers.benchmark import BackgroundQueue, Timing
@@ -60,6 +62,8 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 #: torch's own bookkeeping reads that are not GPU syncs: an optimizer (Adam, not fused or capturable) keeps its
 #: step counter on the CPU by design and reads it each step; on a GPU that read waits for nothing.
 _TORCH_CPU_BOOKKEEPING = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
+#: GradScaler.step reads its found-inf flags on the host (``sum(v.item() ...)``) unless the optimizer is fused
+_GRAD_SCALER = os.path.join(_TORCH_DIR, "amp", "grad_scaler.py")
 
 #: aten operators that hand a device value to the host: torch must wait for the GPU to run them
 SYNC_OPS: dict[str, str] = {
@@ -71,6 +75,11 @@ SYNC_OPS: dict[str, str] = {
     "aten._unique2": N_("unique (its output's size depends on the values)"),
     "aten.repeat_interleave": N_("repeat_interleave with tensor repeats"),
 }
+#: what a boolean mask costs where it indexes (a read: the output's size depends on the values) and where it
+#: writes (``t[mask] = v`` runs ``index_put_``, which finds the True places with nonzero inside the kernel)
+MASK_READ = N_("indexing with a boolean mask, t[mask] (its output's size depends on the values)")
+MASK_WRITE = N_("a write through a boolean mask, t[mask] = v (index_put_ runs nonzero: use torch.where or "
+                "masked_fill_)")
 #: Tensor methods that copy a tensor's values to the host (on a GPU: a device-to-host copy, which waits)
 HOST_READ_METHODS: dict[str, str] = {
     "tolist": N_(".tolist()"),
@@ -81,17 +90,38 @@ HOST_READ_METHODS: dict[str, str] = {
     "__format__": N_("a tensor in an f-string"),
     "__array__": N_("numpy.asarray(tensor)"),
 }
+#: the kinds of the copies and waits seen by :class:`_Places` and the synchronize wrappers
+TO_HOST = N_("a blocking copy to the host (.to(\"cpu\"), or copy_ or [i] = into a host tensor), which waits for the "
+             "queue")
+TO_DEVICE = N_("a blocking copy of a host tensor to the device (.to(device) or copy_ without non_blocking=True), "
+               "which waits for the queue")
+TENSOR_ON_DEVICE = N_("torch.tensor(..., device=<the device>): a blocking copy of Python data to the device (make "
+                      "it once, before the loop, or use torch.zeros/torch.full on the device)")
+EXPLICIT_SYNC = N_("an explicit synchronize ({name}), which waits for every queued kernel")
+GRAD_SCALER_READ = N_("GradScaler.step reading its found-inf flags on the host (a fused optimizer avoids it)")
+#: every synchronize a program can call by name: (module or class path, attribute)
+SYNCHRONIZE_CALLS: tuple[tuple[str, str], ...] = (
+    ("torch.cuda", "synchronize"), ("torch.mps", "synchronize"), ("torch.accelerator", "synchronize"),
+    ("torch.xpu", "synchronize"), ("torch.cuda.Event", "synchronize"), ("torch.cuda.Stream", "synchronize"),
+    ("torch.Event", "synchronize"), ("torch.Stream", "synchronize"), ("helpers.device", "synchronize"),
+)
 
 
 @dataclass(frozen=True)
 class HostSync:
-    """One read of a tensor's value on the host: what read it and the line of code that asked."""
+    """One place where the host waits for the device: what made it wait, and the line of code that asked.
+
+    ``read`` tells a read of a device value (``.item()``, ``.tolist()``, a copy to the host) from a wait that
+    reads nothing (an explicit ``synchronize()``, a blocking copy *to* the device)."""
 
     kind: str
     where: str
+    read: bool = True
+    name: str = ""  # the call, where the kind names one (an explicit synchronize)
 
     def __str__(self) -> str:
-        return _("{kind} at {where}").format(kind=_(self.kind), where=self.where)
+        kind = _(self.kind).format(name=self.name) if self.name else _(self.kind)
+        return _("{kind} at {where}").format(kind=kind, where=self.where)
 
 
 def _caller() -> str:
@@ -117,7 +147,22 @@ def _torch_bookkeeping() -> bool:
     return False
 
 
+def _asked_by_grad_scaler() -> bool:
+    frame = sys._getframe(1)
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename) == _GRAD_SCALER:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _bool_index(indices: Any) -> bool:
+    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (indices or ()))
+
+
 class _Watch(TorchDispatchMode):
+    """Sees the aten operators that hand a value to the host, whichever Python call asked for them."""
+
     def __init__(self, counter: "SyncCounter") -> None:
         super().__init__()
         self.counter = counter
@@ -125,12 +170,143 @@ class _Watch(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket._qualified_op_name.replace("::", ".")
         kind = SYNC_OPS.get(name)
-        if kind is None and name == "aten.index" and any(
-                isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ())):
-            kind = N_("indexing with a boolean mask, t[mask] (its output's size depends on the values)")
+        if kind is None and name == "aten.index" and len(args) > 1 and _bool_index(args[1]):
+            kind = MASK_READ
+        elif name in ("aten.index_put_", "aten.index_put", "aten._index_put_impl_") and len(args) > 1 \
+                and _bool_index(args[1]):
+            kind = MASK_WRITE
+        if kind is not None and args and isinstance(args[0], torch.Tensor) \
+                and self.counter._on_host(args[0]):
+            kind = None  # a tensor that lives on the host: reading it waits for no GPU
         if kind is not None:
             self.counter._record(kind)
         return func(*args, **(kwargs or {}))
+
+
+# --------------------------------------------------------------------------- where a tensor would live
+
+
+#: torch functions that make a tensor from nothing: where it lives is their ``device`` argument (none: the host)
+_FACTORIES = frozenset({
+    "tensor", "as_tensor", "asarray", "empty", "zeros", "ones", "full", "arange", "range", "linspace", "logspace",
+    "eye", "rand", "randn", "randint", "randperm", "empty_strided", "scalar_tensor", "from_numpy", "frombuffer",
+    "normal", "tril_indices", "triu_indices", "complex", "polar",
+})
+
+
+def _spelled_host(device: Any) -> bool:
+    """Whether a ``device=`` argument names the host in a way no machine reads as its accelerator."""
+    return isinstance(device, str) and device.split(":")[0].strip() == "cpu"
+
+
+class _Places(TorchFunctionMode):
+    """Where each tensor of the block would live on a machine with a GPU, and the copies between the two that wait.
+
+    On a GPU the answer is the tensor's own device. On a machine without one, every tensor is on the CPU, so
+    the place is read from how the program *spelled* it: a tensor made with no ``device`` (the default device
+    is the host on every machine), with ``device="cpu"`` written out, or by ``.cpu()``/``.to("cpu")`` lives on
+    the host, and so does whatever is computed from host tensors alone; everything else (the batches and the
+    model handed in, tensors made with ``device=device``) lives on the device. A copy between the two without
+    ``non_blocking=True`` (``.to``, ``copy_``, ``t[i] = value``, ``torch.tensor(data, device=...)``) is a
+    ``cudaMemcpy`` followed by a stream synchronize on a GPU (``at::cuda::memcpy_and_sync``), pinned memory or
+    not. The one spelling left ambiguous without a GPU is ``torch.device("cpu")`` itself: on a CPU-only
+    machine that is also what the course's ``device`` is, so it is read as the device.
+    """
+
+    def __init__(self, counter: "SyncCounter", accelerator_here: bool) -> None:
+        super().__init__()
+        self.counter = counter
+        self.accelerator_here = accelerator_here
+        self.host: dict[int, Any] = {}
+
+    # -- places
+    def on_host(self, t: torch.Tensor) -> bool:
+        """A tensor on an accelerator is on the device; a CPU tensor is on the host only where it was made so."""
+        if t.device.type != "cpu":
+            return False
+        ref = self.host.get(id(t))
+        return ref is not None and ref() is t
+
+    def _mark_host(self, t: torch.Tensor) -> None:
+        key = id(t)
+        self.host[key] = weakref.ref(t, lambda _ref, key=key: self.host.pop(key, None))
+
+    def _target_on_host(self, source: torch.Tensor, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool | None:
+        """Where ``source.to(*args, **kwargs)`` puts its result: True the host, False the device, None unchanged."""
+        target = kwargs.get("device", args[0] if args else None)
+        if isinstance(target, torch.Tensor):
+            return self.on_host(target)
+        if isinstance(target, str):
+            return _spelled_host(target)
+        if isinstance(target, torch.device):  # torch.device("cpu") is the host when it takes a tensor off a GPU;
+            return target.type == "cpu" and source.device.type != "cpu"  # on a CPU-only machine, the device
+        if isinstance(target, int) and not isinstance(target, bool):
+            return False  # .to(0): cuda:0
+        return None
+
+    # -- the calls
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        kind = self._wait(name, args, kwargs) if self.counter._depth == 0 else None
+        if kind is not None:
+            self.counter._record(kind, read=kind == TO_HOST)
+        result = func(*args, **kwargs)
+        self._place_result(name, args, kwargs, result)
+        return result
+
+    def _wait(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        """The kind of wait this call makes on a GPU, or None."""
+        blocking = not kwargs.get("non_blocking") and not any(a is True for a in args[2:4])
+        if name == "to" and args and isinstance(args[0], torch.Tensor) and blocking:
+            to_host = self._target_on_host(args[0], args[1:], kwargs)
+            if to_host is not None and to_host != self.on_host(args[0]):
+                return TO_HOST if to_host else TO_DEVICE
+        elif name in ("copy_", "__setitem__") and len(args) > 1 and blocking:
+            dst, src = args[0], args[-1] if name == "__setitem__" else args[1]
+            if isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor) \
+                    and self.on_host(dst) != self.on_host(src):
+                if self.on_host(dst):
+                    return TO_HOST
+                return TO_DEVICE if src.dim() > 0 else None  # a host scalar is filled in, not copied
+        elif name in ("as_tensor", "asarray") and self.tensor_on_device(args[0] if args else None, kwargs):
+            return TENSOR_ON_DEVICE
+        elif name == "cuda" and args and isinstance(args[0], torch.Tensor) and self.on_host(args[0]) and blocking:
+            return TO_DEVICE
+        return None
+
+    def tensor_on_device(self, data: Any, kwargs: Mapping[str, Any]) -> bool:
+        """Whether ``torch.tensor(data, **kwargs)`` copies Python data to the device (and waits for it)."""
+        device = kwargs.get("device")
+        if device is None or _spelled_host(device) or isinstance(data, torch.Tensor):
+            return False
+        return not (self.accelerator_here and torch.device(device).type == "cpu")
+
+    def _place_result(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any], result: Any) -> None:
+        from torch.utils._pytree import tree_leaves  # noqa: PLC0415
+
+        outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
+        if not outputs:
+            return
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if name in _FACTORIES:
+            host = kwargs.get("device") is None or _spelled_host(kwargs.get("device"))
+        elif name == "cpu":
+            host = True
+        elif name == "to" and args and isinstance(args[0], torch.Tensor):
+            to_host = self._target_on_host(args[0], args[1:], kwargs)
+            host = self.on_host(args[0]) if to_host is None else to_host
+        elif name in ("cuda", "numpy"):
+            host = False
+        else:
+            host = bool(inputs) and all(self.on_host(t) for t in inputs)
+        if host:
+            for t in outputs:
+                if not any(t is i for i in inputs):  # .cpu() of a CPU tensor returns it: it stays where it was
+                    self._mark_host(t)
+
+
+# --------------------------------------------------------------------------- the counter
 
 
 @dataclass
@@ -140,33 +316,49 @@ class SyncCounter:
     events: list[HostSync] = field(default_factory=list)
     _depth: int = 0
     _installed: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    _syncs: dict[tuple[Any, str], Callable[..., Any]] = field(default_factory=dict)
     _mode: Any = None
+    _places: Any = None
     _installed_in_torch: Any = None
     _still_watching: bool | None = None
 
     def watching(self) -> bool:
-        """Whether everything it counts with is still in place: its Tensor wrappers and its dispatch mode.
+        """Whether everything it counts with is still in place: its wrappers and its two modes.
 
-        Code that restores ``Tensor.tolist`` or pops the dispatch mode while the block runs would go uncounted;
+        Code that restores ``Tensor.tolist`` or pops a mode while the block runs would go uncounted;
         :attr:`intact` (read after the block) says whether that happened, so a check can refuse to trust the
         count."""
+        from torch.overrides import _get_current_function_mode_stack  # noqa: PLC0415
         from torch.utils._python_dispatch import _get_current_dispatch_mode_stack  # noqa: PLC0415
 
         wrappers = all(getattr(torch.Tensor, name) is fn for name, fn in self._installed.items())
+        wrappers = wrappers and all(getattr(owner, name) is fn for (owner, name), fn in self._syncs.items())
         wrappers = wrappers and (self._installed_in_torch is None or torch.tensor is self._installed_in_torch)
-        return wrappers and any(mode is self._mode for mode in _get_current_dispatch_mode_stack())
+        modes = any(mode is self._mode for mode in _get_current_dispatch_mode_stack())
+        places = self._places is None or any(mode is self._places for mode in _get_current_function_mode_stack())
+        return wrappers and modes and places
 
     @property
     def intact(self) -> bool:
         """After the block: the counter was still watching when the block ended (see :meth:`watching`)."""
         return bool(self._still_watching)
 
-    def _record(self, kind: str) -> None:
+    def _on_host(self, t: torch.Tensor) -> bool:
+        return self._places is not None and self._places.on_host(t)
+
+    def _record(self, kind: str, read: bool = True, name: str = "") -> None:
         if self._depth == 0 and not _torch_bookkeeping():
-            self.events.append(HostSync(kind, _caller()))
+            if read and _asked_by_grad_scaler():
+                kind = GRAD_SCALER_READ
+            self.events.append(HostSync(kind, _caller(), read, name))
 
     def __len__(self) -> int:
         return len(self.events)
+
+    @property
+    def reads(self) -> list[HostSync]:
+        """The syncs that read a device value on the host (not the explicit waits and host-to-device copies)."""
+        return [event for event in self.events if event.read]
 
     def by_place(self) -> dict[str, int]:
         """How many syncs each (kind, line) made, most first."""
@@ -185,7 +377,7 @@ class SyncCounter:
         kind = HOST_READ_METHODS[name]
 
         def read(tensor: Any, *args: Any, **kwargs: Any) -> Any:
-            if self._depth == 0 and not _torch_bookkeeping():
+            if self._depth == 0 and not _torch_bookkeeping() and not self._on_host(tensor):
                 self.events.append(HostSync(kind, _caller()))
             self._depth += 1  # the reads it makes inside (repr reads every element) are part of this one
             try:
@@ -196,14 +388,36 @@ class SyncCounter:
         read.__name__ = getattr(original, "__name__", name)
         return read
 
+    def _wrap_synchronize(self, shown: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        """A synchronize that is counted; where this machine has no such device it waits for nothing and returns
+        (on a GPU it would wait), so the count goes on instead of the program stopping at "no CUDA"."""
+
+        def synchronize(*args: Any, **kwargs: Any) -> Any:
+            if self._depth == 0:
+                self.events.append(HostSync(EXPLICIT_SYNC, _caller(), read=False, name=shown))
+            self._depth += 1
+            try:
+                return original(*args, **kwargs)
+            except (AssertionError, RuntimeError) as err:
+                if _no_such_device(err):
+                    return None
+                raise
+            finally:
+                self._depth -= 1
+
+        synchronize.__name__ = getattr(original, "__name__", "synchronize")
+        return synchronize
+
     def _wrap_tensor_factory(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """``torch.tensor(data)``: a list holding tensors is read element by element (one device read each)."""
 
         def tensor(data: Any, *args: Any, **kwargs: Any) -> Any:
-            reads = _tensors_in(data)
+            reads = _tensors_in(data, on_host=self._on_host)
             if reads and self._depth == 0 and not _torch_bookkeeping():
                 place = _caller()
                 self.events.extend(HostSync(TENSOR_OF_TENSORS, place) for _ in range(reads))
+            elif self._places is not None and self._places.tensor_on_device(data, kwargs):
+                self._record(TENSOR_ON_DEVICE, read=False)
             self._depth += 1
             try:
                 return original(data, *args, **kwargs)
@@ -213,37 +427,63 @@ class SyncCounter:
         return tensor
 
 
+def _no_such_device(err: BaseException) -> bool:
+    """Whether a synchronize failed only because this machine has no such device (a CPU-only build, no GPU)."""
+    text = str(err)
+    return any(words in text for words in ("not compiled with", "Cannot access accelerator", "without MPS",
+                                            "No CUDA GPUs", "Found no NVIDIA driver", "no accelerator"))
+
+
 #: what torch.tensor(list of tensors) is called in a count
 TENSOR_OF_TENSORS = N_("torch.tensor(a list of tensors), which reads each element (use torch.stack)")
 
 
-def _tensors_in(data: Any, limit: int = 100_000) -> int:
-    """How many tensors a (nested) list or tuple holds; 0 for anything else."""
+def _tensors_in(data: Any, limit: int = 100_000, on_host: Callable[[torch.Tensor], bool] = lambda t: False) -> int:
+    """How many device tensors a (nested) list or tuple holds; 0 for anything else."""
     if not isinstance(data, (list, tuple)):
         return 0
     found, stack = 0, [data]
     while stack and found < limit:
         item = stack.pop()
         if isinstance(item, torch.Tensor):
-            found += 1
+            found += not on_host(item)
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
     return found
 
 
+def _owner(path: str) -> Any:
+    """The module or class a dotted path names (``torch.cuda.Event``), or None where this build lacks it."""
+    import importlib  # noqa: PLC0415
+
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part, None)
+        return obj
+    return None
+
+
 @contextlib.contextmanager
 def count_host_syncs() -> Iterator[SyncCounter]:
-    """Count every host read of a tensor's value in the block, and where it happened.
+    """Count every place the host would wait for a GPU in the block, and the line that asked.
 
-    Two layers see them: a dispatch mode sees the operators that hand a value to
-    the host (``.item()``, ``bool(t)``, ``nonzero``, ``t[mask]``), and the
-    Tensor methods that copy to the host (``.tolist()``, ``.cpu()``,
-    ``print(t)``) are wrapped for the block's duration, and so is ``torch.tensor``, which reads a list of
-    tensors element by element. ``.to(device)`` is not
-    counted: on a CPU-only machine the device *is* the CPU, and moving a batch
-    to the device is not a read. On a GPU, ``torch.cuda.set_sync_debug_mode``
-    is CUDA's own detector of the same thing; this one also works on a laptop.
+    Four layers see them: a dispatch mode sees the operators that hand a value to the host (``.item()``,
+    ``bool(t)``, ``nonzero``, ``t[mask]``, ``t[mask] = v``); the Tensor methods that copy to the host
+    (``.tolist()``, ``.cpu()``, ``print(t)``) and ``torch.tensor`` (which reads a list of tensors element by
+    element) are wrapped for the block's duration; a function mode (:class:`_Places`) knows where each tensor
+    would live on a GPU machine and sees the blocking copies between host and device (``.to("cpu")``,
+    ``host_buffer[i] = loss``, ``torch.tensor(x, device=device)``); and every ``synchronize()`` a program can
+    call (``torch.cuda``, ``torch.mps``, ``torch.accelerator``, events, streams) is counted where it is called.
+    A read of a tensor that lives on the host waits for nothing and is not counted. On a GPU,
+    ``torch.cuda.set_sync_debug_mode`` is CUDA's own detector of the same thing; this one also works on a laptop.
     """
+    from helpers.device import accelerator  # noqa: PLC0415 - ground floor
+
     counter = SyncCounter()
     with contextlib.ExitStack() as stack:
         for name in HOST_READ_METHODS:
@@ -251,9 +491,22 @@ def count_host_syncs() -> Iterator[SyncCounter]:
             wrapper = counter._wrap(name, original)
             counter._installed[name] = wrapper
             stack.enter_context(mock.patch.object(torch.Tensor, name, wrapper))
+        for path, name in SYNCHRONIZE_CALLS:
+            owner = _owner(path)
+            original = getattr(owner, name, None) if owner is not None else None
+            if original is None:
+                continue
+            shown = f"{path.replace('helpers.device', 'dev')}.{name}()"
+            wrapper = counter._wrap_synchronize(shown, original)  # on a class, the event or stream comes first
+            try:
+                stack.enter_context(mock.patch.object(owner, name, wrapper))
+            except (TypeError, AttributeError):  # a type defined in C refuses new attributes: not counted here
+                continue
+            counter._syncs[(owner, name)] = wrapper
         factory = counter._wrap_tensor_factory(torch.tensor)
         counter._installed_in_torch = factory
         stack.enter_context(mock.patch.object(torch, "tensor", factory))
+        counter._places = stack.enter_context(_Places(counter, accelerator_here=accelerator() is not None))
         counter._mode = stack.enter_context(_Watch(counter))
         yield counter
         counter._still_watching = counter.watching()

@@ -46,9 +46,10 @@ def train_quietly(model, optimizer, batches):
 
 
 def preallocated(model, optimizer, batches):
-    """Right, written differently: a loss tensor filled by index, a running long count, torch.isfinite(...).all()."""
-    losses = torch.empty(len(batches))
-    correct = torch.zeros((), dtype=torch.long)
+    """Right, written differently: a loss tensor on the batches' device filled by index, a running long count there,
+    torch.isfinite(...).all()."""
+    losses = torch.empty(len(batches), device=batches[0][0].device)
+    correct = torch.zeros((), dtype=torch.long, device=batches[0][0].device)
     seen = 0
     for i, (x, y) in enumerate(batches):
         optimizer.zero_grad()
@@ -65,8 +66,9 @@ def preallocated(model, optimizer, batches):
 
 
 def running_sums(model, optimizer, batches):
-    """Right, written differently: float running sums in tensors, the losses as a concatenation, seen as a tensor."""
-    losses = torch.zeros(0)
+    """Right, written differently: float running sums in tensors, the losses as a concatenation, seen as a tensor
+    (on the host: a host scalar added to a device value is not a copy, and reading it waits for nothing)."""
+    losses = torch.zeros(0, device=batches[0][0].device)
     correct, seen = torch.zeros(()), torch.zeros((), dtype=torch.long)
     for x, y in batches:
         optimizer.zero_grad()
@@ -132,6 +134,79 @@ def cpu_each_step(model, optimizer, batches):
     for x, y in batches:
         logits, loss = _step(model, optimizer, x, y)
         losses.append(loss.detach().cpu())
+        correct += (logits.argmax(1) == y).sum()
+        seen += len(y)
+    losses = torch.stack(losses)
+    if torch.isnan(losses).any():
+        raise FloatingPointError("NaN loss")
+    return losses.tolist(), correct.item() / seen
+
+
+def to_cpu_each_step(model, optimizer, batches):
+    losses, correct, seen = [], 0, 0
+    for x, y in batches:
+        logits, loss = _step(model, optimizer, x, y)
+        losses.append(loss.detach().to("cpu"))
+        correct += (logits.argmax(1) == y).sum()
+        seen += len(y)
+    losses = torch.stack(losses)
+    if torch.isnan(losses).any():
+        raise FloatingPointError("NaN loss")
+    return losses.tolist(), correct.item() / seen
+
+
+def host_buffer_each_step(model, optimizer, batches):
+    losses, correct, seen = torch.empty(len(batches)), 0, 0  # on the host: no device named
+    for i, (x, y) in enumerate(batches):
+        logits, loss = _step(model, optimizer, x, y)
+        losses[i] = loss.detach()
+        correct += (logits.argmax(1) == y).sum()
+        seen += len(y)
+    if torch.isnan(losses).any():
+        raise FloatingPointError("NaN loss")
+    return losses.tolist(), correct.item() / seen
+
+
+def tensor_on_device_each_step(model, optimizer, batches):
+    losses, correct, seen = [], 0, 0
+    for x, y in batches:
+        logits, loss = _step(model, optimizer, x, y)
+        losses.append(loss.detach() * torch.tensor(1.0, device=x.device))
+        correct += (logits.argmax(1) == y).sum()
+        seen += len(y)
+    losses = torch.stack(losses)
+    if torch.isnan(losses).any():
+        raise FloatingPointError("NaN loss")
+    return losses.tolist(), correct.item() / seen
+
+
+def _wait_for(where):
+    from helpers import device as dev
+
+    dev.synchronize(where)  # the course's own synchronize, one call away from the loop: counted where it runs
+
+
+def course_synchronize_each_step(model, optimizer, batches):
+    losses, correct, seen = [], 0, 0
+    for x, y in batches:
+        logits, loss = _step(model, optimizer, x, y)
+        _wait_for(x.device)
+        losses.append(loss.detach())
+        correct += (logits.argmax(1) == y).sum()
+        seen += len(y)
+    losses = torch.stack(losses)
+    if torch.isnan(losses).any():
+        raise FloatingPointError("NaN loss")
+    return losses.tolist(), correct.item() / seen
+
+
+def guarded_synchronize_each_step(model, optimizer, batches):
+    losses, correct, seen = [], 0, 0
+    for x, y in batches:
+        logits, loss = _step(model, optimizer, x, y)
+        if torch.cuda.is_available():  # never true on the grader: only the code can tell
+            torch.cuda.synchronize()
+        losses.append(loss.detach())
         correct += (logits.argmax(1) == y).sum()
         seen += len(y)
     losses = torch.stack(losses)
@@ -257,8 +332,11 @@ def test_make_case_holds_the_sizes_asked_for_and_the_nan():
     (item_each_step, "loss.item()"),
     (isnan_each_step, "if torch.isnan(loss)"),
     (cpu_each_step, ".cpu()"),
+    (to_cpu_each_step, '.to("cpu")'),
+    (host_buffer_each_step, "losses[i] = loss.detach()"),
+    (tensor_on_device_each_step, "torch.tensor(1.0, device=x.device)"),
     (one_by_one_after, "[float(l) for l in losses]"),
-], ids=["item", "isnan", "cpu", "one-by-one"])
+], ids=["item", "isnan", "cpu", "to-cpu", "host-buffer", "tensor-on-device", "one-by-one"])
 def test_a_read_per_batch_is_named_with_its_line(mistake, text):
     for case in SYNC_CASES:
         with pytest.raises(CheckFailed, match="a host sync runs once per batch") as info:
@@ -280,8 +358,21 @@ def test_an_item_per_step_names_item():
         ch08.check_no_syncs_in_loop(cpu_each_step, **SYNC_CASES[0])
 
 
+def test_a_synchronize_called_in_every_step_is_counted_where_it_is_called():
+    with pytest.raises(CheckFailed, match=r"an explicit synchronize \(dev\.synchronize\(\)\).*" + _where(_wait_for, "dev.")):
+        ch08.check_no_syncs_in_loop(course_synchronize_each_step, **SYNC_CASES[0])
+
+
+def test_a_synchronize_written_in_the_loop_is_named_even_where_it_never_runs():
+    lines, first = inspect.getsourcelines(guarded_synchronize_each_step)
+    line = first + next(i for i, text in enumerate(lines) if "torch.cuda.synchronize()" in text)
+    with pytest.raises(CheckFailed, match=rf"calls a synchronize inside its loop \(line {line}\)"):
+        ch08.check_no_syncs_in_loop(guarded_synchronize_each_step, **SYNC_CASES[0])
+    assert ch08.synchronize_in_loop(train_quietly) == [] and ch08.synchronize_in_loop(print) == []
+
+
 def test_more_reads_after_the_loop_than_needed_are_named():
-    with pytest.raises(CheckFailed, match=r"5 host syncs after the loop .*at most 4"):
+    with pytest.raises(CheckFailed, match=r"5 host reads after the loop .*at most 4"):
         ch08.check_no_syncs_in_loop(too_many_reads_after, **SYNC_CASES[0])
 
 

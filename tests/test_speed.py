@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from helpers import device as dev
 from helpers import speed
 from helpers.benchmark import Timing
 
@@ -79,6 +80,51 @@ def read_equal(t, mask):
     return torch.equal(t, t + 0)
 
 
+def read_to_cpu(t, mask):
+    return t.sum().to("cpu")
+
+
+def read_to_cpu_keyword(t, mask):
+    return t.sum().to(device="cpu:0", dtype=torch.float64)
+
+
+def read_into_host_tensor(t, mask):
+    return t.to(torch.zeros(()))
+
+
+def read_copy_into_host(t, mask):
+    return torch.empty(4).copy_(t)
+
+
+def read_setitem_into_host(t, mask):
+    host = torch.zeros(3); host[0] = t.sum()  # noqa: E702 - the read must be on the line below the def
+    return host
+
+
+def read_mask_write(t, mask):
+    t.clone()[mask] = 0.0
+
+
+def wait_tensor_on_device(t, mask):
+    return torch.tensor([1.0, 2.0], device=t.device)
+
+
+def wait_host_to_device(t, mask):
+    return torch.ones(4).to(t.device)
+
+
+def wait_host_copy_to_device(t, mask):
+    return t.clone().copy_(torch.ones(4))
+
+
+def wait_synchronize(t, mask):
+    torch.accelerator.synchronize()
+
+
+def wait_course_synchronize(t, mask):
+    dev.synchronize(t.device)
+
+
 READERS = [
     (read_item, ".item()"),
     (read_bool, "bool(t)"),
@@ -92,6 +138,20 @@ READERS = [
     (read_nonzero, "nonzero"),
     (read_mask, "t[mask]"),
     (read_equal, "torch.equal"),
+    (read_to_cpu, "blocking copy to the host"),
+    (read_to_cpu_keyword, "blocking copy to the host"),
+    (read_into_host_tensor, "blocking copy to the host"),
+    (read_copy_into_host, "blocking copy to the host"),
+    (read_setitem_into_host, "blocking copy to the host"),
+    (read_mask_write, "t[mask] = v"),
+]
+#: what waits without reading a value: a copy *to* the device, an explicit synchronize
+WAITERS = [
+    (wait_tensor_on_device, "torch.tensor(..., device="),
+    (wait_host_to_device, "blocking copy of a host tensor to the device"),
+    (wait_host_copy_to_device, "blocking copy of a host tensor to the device"),
+    (wait_synchronize, "torch.accelerator.synchronize()"),
+    (wait_course_synchronize, "dev.synchronize()"),
 ]
 
 
@@ -121,6 +181,66 @@ def test_each_kind_of_host_read_is_counted_once_with_its_line_and_function(reade
     assert event.where == _place(reader)
     assert str(event) == f"{event.kind} at {_place(reader)}"
     assert syncs.summary() == f"1 host sync(s): 1x {event}"
+    assert event.read and syncs.reads == [event]
+
+
+@pytest.mark.parametrize("waiter, kind", WAITERS, ids=[fn.__name__ for fn, _ in WAITERS])
+def test_each_kind_of_wait_is_counted_once_with_its_line_as_a_wait_not_a_read(waiter, kind):
+    t, mask = _data()
+    with speed.count_host_syncs() as syncs:
+        waiter(t, mask)  # torch.accelerator.synchronize() raises on a CPU-only build; counted, it waits for nothing
+    assert len(syncs) == 1, syncs.summary()
+    assert kind in str(syncs.events[0]) and syncs.events[0].where == _place(waiter)
+    assert not syncs.events[0].read and syncs.reads == []
+    assert syncs.intact
+
+
+def host_tensors_only(t, mask):
+    host = torch.zeros(4)  # made on the host: no device argument
+    named = torch.ones(4, device="cpu")
+    total = (host + named * 2).sum()
+    host[1] = total  # host to host
+    scalars = [host.tolist(), total.item(), float(named[0]), bool(total), str(host)]  # host values: free
+    return scalars, total.to("cpu"), named.cpu()
+
+
+def device_tensors_only(t, mask):
+    buffer = torch.empty(3, device=t.device)  # made on the device, as the course's `device` names it
+    buffer[0] = t.sum()  # device to device
+    buffer[1:].copy_(t[:2])
+    moved = t.to(t.device).to(torch.float64).to(t)  # already there: nothing moves
+    scalar = torch.zeros((), device=t.device) + torch.tensor(2.0)  # a host scalar in arithmetic is not a copy
+    async_copy = torch.ones(4).to(t.device, non_blocking=True)  # does not wait (from pinned memory it overlaps)
+    return buffer, moved, scalar, async_copy
+
+
+def test_host_tensors_are_read_for_free_and_device_tensors_move_without_waiting():
+    t, mask = _data()
+    with speed.count_host_syncs() as syncs:
+        host_tensors_only(t, mask)
+        device_tensors_only(t, mask)
+    assert len(syncs) == 0, syncs.summary()
+
+
+def test_a_host_buffer_written_in_a_loop_waits_once_per_step_and_a_device_buffer_never():
+    t, _ = _data()
+    for spelled, per_step in ((None, 1), ("cpu", 1), (t.device, 0)):
+        with speed.count_host_syncs() as syncs:
+            losses = torch.empty(5, device=spelled) if spelled is not None else torch.empty(5)
+            for i in range(5):
+                losses[i] = (t * i).sum()
+        assert len(syncs) == 5 * per_step, (spelled, syncs.summary())
+
+
+def test_a_grad_scaler_step_is_named_as_its_found_inf_read():
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    with speed.count_host_syncs() as syncs:
+        scaler.scale(model(torch.randn(2, 4)).sum()).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    assert any("GradScaler.step" in str(e) for e in syncs.events), syncs.summary()
 
 
 @pytest.mark.parametrize("t", [torch.arange(6.0), torch.arange(5000.0), torch.randn(40, 50, requires_grad=True),
@@ -136,7 +256,7 @@ def test_printing_a_tensor_is_one_read_not_one_per_element(t, capsys):
 
 def no_reads(model, optimizer, t, y):
     rows = len(t) + t.shape[0] + t.size(0) + t.numel() + t.dim()  # shapes are known on the host
-    moved = t.to("cpu").to(torch.float64).to(t.dtype).detach().clone()  # .to(device) is not a read
+    moved = t.to(t.device).to(torch.float64).to(t.dtype).detach().clone()  # .to(device) is not a read
     stacked = torch.stack([moved, moved * 2, moved + 1, moved.abs().sqrt()])
     picked = t[0] + t[1:].sum() + torch.where(t > 0, t, -t).max() + t.argmax()
     optimizer.zero_grad()
@@ -201,7 +321,7 @@ def test_adams_own_step_counter_read_is_not_counted_but_the_learners_item_is():
 def per_step_item(steps):
     losses = []
     for _ in range(steps):
-        loss = torch.randn(3).pow(2).mean()
+        loss = torch.randn(3, device=torch.device("cpu")).pow(2).mean()  # on the device, as pick_device names it
         losses.append(loss.item())
     return losses
 
@@ -224,6 +344,21 @@ def test_by_place_sorts_the_most_frequent_first():
     places = list(syncs.by_place().items())
     assert [n for _, n in places] == [3, 1]
     assert places[0][0].endswith(_place(read_item)) and places[1][0].endswith(_place(read_cpu))
+
+
+def _synchronize_calls():
+    return {(owner, name): getattr(owner, name) for owner, name in
+            ((speed._owner(path), name) for path, name in speed.SYNCHRONIZE_CALLS) if owner is not None}
+
+
+def test_synchronize_calls_are_restored_and_putting_one_back_is_seen():
+    before = _synchronize_calls()
+    with speed.count_host_syncs() as syncs:
+        assert _synchronize_calls() != before
+        torch.accelerator.synchronize = before[(torch.accelerator, "synchronize")]
+        assert not syncs.watching()
+    assert not syncs.intact
+    assert _synchronize_calls() == before
 
 
 def _tensor_methods():

@@ -19,7 +19,7 @@ hidden case.
 
 from __future__ import annotations
 
-import copy
+import dis
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -140,8 +140,34 @@ def check_results(train_quietly: Callable[..., Any], batches: int, batch: int, l
                 "optimizer step, as in the loop above.").format(name=name))
 
 
+def synchronize_in_loop(fn: Callable[..., Any]) -> list[int]:
+    """The lines of ``fn``'s loops that name a ``synchronize`` (``torch.cuda.synchronize()``, ``event.synchronize()``).
+
+    Why read the code: a CPU grader cannot see a synchronize the program only calls where a GPU exists
+    (``if torch.cuda.is_available(): torch.cuda.synchronize()``), yet on a GPU it waits in every step. A
+    loop (``for`` or ``while``) is the bytecode from a backward jump's target up to that jump."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    instructions = list(dis.get_instructions(code))
+    loops = [(i.argval, i.offset) for i in instructions
+             if "JUMP" in i.opname and isinstance(i.argval, int)
+             and i.argval < i.offset]
+    return sorted({i.positions.lineno for i in instructions
+                   if i.argval == "synchronize" and i.positions is not None and i.positions.lineno is not None
+                   and any(start <= i.offset < end for start, end in loops)})
+
+
 def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: int, batch: int, seed: int) -> None:
-    """No host read whose count grows with the number of batches, and at most :data:`MAX_SYNCS` in all."""
+    """No host sync whose count grows with the number of batches, no synchronize written in a loop, and at most
+    :data:`MAX_SYNCS` host reads in all."""
+    lines = synchronize_in_loop(train_quietly)
+    if lines:
+        raise CheckFailed(_(
+            "train_quietly calls a synchronize inside its loop (line {lines}): on a GPU it waits for every queued "
+            "kernel in every step, whether or not this machine has a GPU to wait for. Take it out of the loop: "
+            "reading the results once after the loop is all the waiting the epoch needs.").format(
+                lines=", ".join(map(str, lines))))
     counted = {}
     for steps in (few, many):
         case = make_case(steps, batch, batch, seed)
@@ -157,16 +183,17 @@ def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: in
     if growing:
         raise CheckFailed(_(
             "a host sync runs once per batch: {places}. On a GPU each one makes the CPU wait until every queued "
-            "kernel has finished. Keep the values as tensors in the loop (loss.detach(), a running tensor count) and "
-            "read them once, after the loop; reading a list of tensors one by one after the loop is still one read "
-            "per batch: torch.stack(...).tolist() reads them all at once.").format(places="; ".join(growing)))
+            "kernel has finished. Keep the values as tensors on the device in the loop (loss.detach(), a running "
+            "tensor count, a buffer made with device=...) and read them once, after the loop; reading a list of "
+            "tensors one by one after the loop is still one read per batch: torch.stack(...).tolist() reads them "
+            "all at once.").format(places="; ".join(growing)))
     check(len(counted[many]) == len(counted[few]),
           _("the number of host syncs grows with the batches: {low} with {few} batches, {high} with {many} "
             "({summary}).").format(low=len(counted[few]), few=few, high=len(counted[many]), many=many,
                                     summary=counted[many].summary()))
-    check(len(counted[many]) <= MAX_SYNCS,
-          _("{n} host syncs after the loop ({summary}); at most {most} are needed: one for the losses, one for the "
-            "accuracy, one for the NaN test.").format(n=len(counted[many]), summary=counted[many].summary(),
+    check(len(counted[many].reads) <= MAX_SYNCS,
+          _("{n} host reads after the loop ({summary}); at most {most} are needed: one for the losses, one for the "
+            "accuracy, one for the NaN test.").format(n=len(counted[many].reads), summary=counted[many].summary(),
                                                        most=MAX_SYNCS))
 
 
@@ -238,6 +265,16 @@ _MISTAKES = [
 ]
 
 
+#: why a `faster` that differs from the course's rule is wrong, by the direction it is wrong in
+_OWN_RULE = {
+    True: N_("the course's rule (bench.compare) finds the two within the noise here; a fixed threshold (5 %, 10 %) or "
+             "a plain saving > 0 is not the rule: each median stands for a band of plus or minus half its IQR (at least "
+             "10 % of the median), and compiled is faster only when its band lies wholly below eager's"),
+    False: N_("the course's rule (bench.compare) finds compiled faster beyond the noise here (its band lies wholly below "
+              "eager's); a fixed threshold of your own is not the rule: use bench.compare(...).faster"),
+}
+
+
 def check_compile_decision(compile_pays: Callable[..., Any], compile_s: float, eager_s: Sequence[float],
                            compiled_s: Sequence[float], steps: int, keys: Sequence[str] = ("saving_s", "faster",
                                                                                            "break_even", "pays")) -> None:
@@ -265,6 +302,8 @@ def check_compile_decision(compile_pays: Callable[..., Any], compile_s: float, e
                  if _same(expected_decision(compile_s, eager_s, compiled_s, steps, **change).get(key), value)]
         shown = f"{value:.6g}" if isinstance(value, float) else repr(value)
         expected = f"{want[key]:.6g}" if isinstance(want[key], float) else repr(want[key])
+        if not named and key == "faster" and isinstance(value, bool):
+            named = [_OWN_RULE[value]]
         likely = " " + _("Likely:") + " " + (" " + _("Or:") + " ").join(f"{_(why)}." for why in named) if named else ""
         raise CheckFailed(_("{key}: got {shown}, expected {expected} {case}.").format(
             key=key, shown=shown, expected=expected, case=case) + likely)

@@ -1,11 +1,13 @@
 # solution: train-quietly
 # fails:
 # says:
-# Correct, written differently: losses written into a preallocated tensor, a running tensor count, isfinite.
+# Correct, written differently: losses written into a buffer preallocated on the batches' device, a running tensor
+# count there too, isfinite.
 def train_quietly(model, optimizer, batches):
     batches = list(batches)
-    losses = torch.empty(len(batches))
-    correct = torch.zeros((), dtype=torch.long)
+    where = batches[0][0].device
+    losses = torch.empty(len(batches), device=where)
+    correct = torch.zeros((), dtype=torch.long, device=where)
     seen = 0
     for i, (x, y) in enumerate(batches):
         optimizer.zero_grad()
