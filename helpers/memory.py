@@ -59,6 +59,8 @@ __all__ = [
     "estimate_anatomy",
     "format_bytes",
     "largest_blocks",
+    "blas_workspace_sizes",
+    "block_origin",
     "native_stderr",
     "free_memory",
     "measure_anatomy",
@@ -588,6 +590,45 @@ def largest_blocks(snapshot: dict[str, Any], n: int = 5, states: tuple[str, ...]
                                            state=str(block.get("state")), segment_size=int(segment.get("total_size", 0)),
                                            site=_allocation_site(block.get("frames") or [])))
     return sorted(found, key=lambda b: b.size, reverse=True)[:n]
+
+
+def blas_workspace_sizes() -> set[int]:
+    """The sizes in bytes of cuBLAS's and cuBLASLt's workspaces, as this torch reports them; empty when it cannot.
+
+    cuBLAS gets a workspace per thread and stream from the caching allocator,
+    at the first matrix product there: a live block with no Python frame in a
+    memory snapshot. ``torch.backends.cuda.cublas_workspace_size()`` and
+    ``cublaslt_workspace_size()`` (torch 2.13+, CUDA builds) say how large;
+    older versions and CPU-only builds cannot, and this returns an empty set.
+    """
+    sizes = set()
+    for name in ("cublas_workspace_size", "cublaslt_workspace_size"):
+        query = getattr(torch.backends.cuda, name, None)
+        try:
+            size = int(query()) if query is not None else 0
+        except (AttributeError, RuntimeError):  # a CPU-only build has no such binding
+            size = 0
+        if size > 0:
+            sizes.add(size)
+    return sizes
+
+
+def block_origin(block: SnapshotBlock, workspace_sizes: set[int] | frozenset[int] = frozenset()) -> str:
+    """Who allocated a snapshot block, in words: its line of Python, else why it has none.
+
+    A block with no Python frame whose size is one of ``workspace_sizes``
+    (:func:`blas_workspace_sizes`) is labelled as cuBLAS's workspace; any
+    other frameless block was made before recording began, or on a thread
+    with no Python frame of yours: autograd's worker thread for a GPU, where
+    backward allocates the gradients (``stacks="all"`` records its C++ frames).
+    """
+    if block.site:
+        return block.site
+    if block.requested in workspace_sizes or block.size in workspace_sizes:
+        return _("cuBLAS's workspace (C++, at the first matrix product of a thread and stream: no Python frame; "
+                 "its size is torch.backends.cuda.cublas_workspace_size()'s)")
+    return _("no Python frame: allocated before recording began, or by backward on autograd's device thread "
+             "(record with stacks=\"all\" for its C++ frames)")
 
 
 def allocation_step(bytes_per_item: int, fixed_bytes: int = 0, device: str | torch.device | None = None) -> Callable[[int], None]:

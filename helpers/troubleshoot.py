@@ -25,7 +25,9 @@ Chapter 07 (troubleshooting) teaches this module. Five parts:
 * **Profiler and TensorBoard**: :class:`SlowDataset` (a data-loading
   bottleneck to find), :func:`region_totals` / :func:`slowest_region` (read
   a Chrome trace), :func:`region_timings` (each region's calls as a Timing,
-  for the course's verdicts), :func:`profile_regions`, :func:`log_training`
+  for the course's verdicts), :func:`region_device_times` (the device work
+  launched in each region, from any thread), :func:`device_activity` (the
+  device's busy time and idle gaps), :func:`profile_regions`, :func:`log_training`
   (SummaryWriter: loss, throughput, memory), :func:`read_scalars`
   (EventAccumulator) and :func:`serve_tensorboard` (a server that is stopped
   when the block ends).
@@ -38,6 +40,7 @@ Python's ``sys.stderr``; in a notebook that lands as red noise.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import json
@@ -82,6 +85,7 @@ __all__ = [
     "oom_lines",
     "profile_regions",
     "read_scalars",
+    "region_device_times",
     "region_timings",
     "region_totals",
     "reproduce",
@@ -615,6 +619,59 @@ def device_activity(trace: str | Path | Mapping, step_prefix: str = "ProfilerSte
         gaps.append(((cursor - start) / 1e6, (end - cursor) / 1e6))
     gaps.sort(key=lambda g: g[1], reverse=True)
     return DeviceActivity(window_s=(end - start) / 1e6, busy_s=busy / 1e6, device_events=len(device), gaps=gaps)
+
+
+#: Chrome-trace categories of the host calls that queue device work (kineto's names): the CUDA runtime's
+#: ``cudaLaunchKernel``, ``cudaMemcpyAsync``... and the driver's ``cuLaunchKernel`` (Triton's kernels).
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+
+
+def region_device_times(trace: str | Path | Mapping, names: list[str] | None = None) -> dict[str, float]:
+    """Seconds of device work (kernels, copies, memsets) launched inside each ``record_function`` region.
+
+    Each device event of the trace is linked to the host call that queued it
+    (a ``cuda_runtime`` or ``cuda_driver`` event: the same
+    ``args["correlation"]`` number), and counted for every region whose CPU
+    span contains that launch, **whichever thread launched it**. That is the
+    point: on CUDA, autograd runs ``backward`` on a worker thread of its own per
+    device, while the thread that opened the ``backward`` region waits in
+    ``loss.backward()``; the profiler's own device columns
+    (``key_averages()``'s ``device_time_total``) link a region only to
+    operators on its own thread, and give ``backward`` almost nothing.
+
+    Summed over a region's calls, as the profiler's device columns are
+    (kernels that overlap on two streams count twice); a region nested in
+    another counts for both. Device work launched outside every region counts
+    for none, and so does work whose launch is missing from the trace. A
+    region that never ran, or a trace of the CPU alone, reports 0. Only
+    time says where a launch belongs: two threads that each launch kernels
+    inside regions of their own at the same moment would share them.
+    """
+    events = _trace_events(trace)
+    device_s: dict[Any, float] = {}  # correlation -> seconds of device work it queued
+    for e in events:
+        if e.get("cat") in DEVICE_CATEGORIES and e.get("ph") == "X":
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                device_s[corr] = device_s.get(corr, 0.0) + float(e.get("dur", 0.0)) / 1e6
+    launches = sorted((float(e["ts"]), device_s[corr]) for e in events
+                      if e.get("cat") in LAUNCH_CATEGORIES and e.get("ph") == "X" and "ts" in e
+                      and (corr := (e.get("args") or {}).get("correlation")) is not None and corr in device_s)
+    starts = [t for t, _s in launches]
+    running = [0.0]  # running[i]: device seconds of the first i launches
+    for _t, seconds in launches:
+        running.append(running[-1] + seconds)
+    totals: dict[str, float] = {} if names is None else {n: 0.0 for n in names}
+    for e in events:
+        if e.get("cat") != "user_annotation" or e.get("ph") != "X" or "ts" not in e:
+            continue
+        name = e.get("name", "")
+        if names is not None and name not in totals:
+            continue
+        begin = float(e["ts"])
+        first, last = bisect.bisect_left(starts, begin), bisect.bisect_right(starts, begin + float(e.get("dur", 0.0)))
+        totals[name] = totals.get(name, 0.0) + running[last] - running[first]
+    return totals
 
 
 def slowest_region(trace: str | Path | Mapping, names: list[str] | None = None) -> str:

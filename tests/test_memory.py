@@ -270,3 +270,28 @@ def test_the_cpu_peak_reads_the_profiler_through_its_public_output():
         del a
     assert stats.peak_bytes >= 2 * 2**20 and stats.current_bytes >= 2**20
     del b
+
+
+def test_block_origin_names_the_line_or_says_why_there_is_none():
+    """gpu-review-2 finding 12: frameless blocks of a snapshot are cuBLAS's workspace, or backward's on its own thread."""
+    site = mem.SnapshotBlock(size=2**18, requested=2**18, state="active_allocated", segment_size=2**21,
+                             site="/tmp/ipykernel_1/cell.py:7 in train_step")
+    workspace = mem.SnapshotBlock(size=32 * 2**20, requested=32 * 2**20, state="active_allocated",
+                                  segment_size=32 * 2**20, site="")
+    grad = mem.SnapshotBlock(size=2**18, requested=2**18, state="active_allocated", segment_size=2**21, site="")
+    assert mem.block_origin(site, {32 * 2**20}) == site.site
+    assert mem.block_origin(workspace, {32 * 2**20}).startswith("cuBLAS's workspace")
+    assert "autograd's device thread" in mem.block_origin(grad, {32 * 2**20})
+    assert "autograd's device thread" in mem.block_origin(workspace)  # a torch that cannot tell the size
+
+
+def test_blas_workspace_sizes_are_empty_where_torch_cannot_tell(monkeypatch):
+    import types
+
+    if not torch.cuda.is_available():
+        assert mem.blas_workspace_sizes() == set()  # a CPU-only build, or torch before 2.13
+    monkeypatch.setattr(torch.backends, "cuda", types.SimpleNamespace(
+        cublas_workspace_size=lambda: 32 * 2**20, cublaslt_workspace_size=lambda: 32 * 2**20))
+    assert mem.blas_workspace_sizes() == {32 * 2**20}
+    monkeypatch.setattr(torch.backends, "cuda", types.SimpleNamespace(cublas_workspace_size=lambda: 8 * 2**20))
+    assert mem.blas_workspace_sizes() == {8 * 2**20}

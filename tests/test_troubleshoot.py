@@ -298,3 +298,63 @@ def test_device_activity_of_a_cpu_profile_says_there_was_no_device_work():
     trace = {"traceEvents": [_x("ProfilerStep#1", "user_annotation", 0, 500), _x("aten::mm", "cpu_op", 10, 400)]}
     act = ts.device_activity(trace)
     assert act.device_events == 0 and act.busy_s == 0 and act.gaps == [] and act.window_s == pytest.approx(500e-6)
+
+
+def _launch(name, thread, ts, correlation, cat="cuda_runtime"):
+    return {"name": name, "cat": cat, "ph": "X", "pid": 7, "tid": thread, "ts": ts, "dur": 5,
+            "args": {"cbid": 211, "correlation": correlation}}
+
+
+def _device_work(name, ts, dur, correlation, cat="kernel"):
+    return {"name": name, "cat": cat, "ph": "X", "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"device": 0, "stream": 7, "correlation": correlation}}
+
+
+def test_region_device_times_follow_each_kernel_to_the_region_that_launched_it():
+    """gpu-review-2 finding 1: backward's kernels are launched by autograd's device thread, not the region's."""
+    main, autograd_thread = 100, 200
+    trace = {"traceEvents": [
+        _x("ProfilerStep#1", "user_annotation", 0, 1000) | {"tid": main},
+        _x("forward", "user_annotation", 0, 300) | {"tid": main},
+        _launch("cudaLaunchKernel", main, 10, correlation=1), _device_work("sgemm", 20, 40, correlation=1),
+        _launch("cudaMemcpyAsync", main, 50, correlation=2), _device_work("Memcpy HtoD", 60, 10, 2, "gpu_memcpy"),
+        _x("backward", "user_annotation", 300, 400) | {"tid": main},  # waits while the other thread launches
+        _launch("cudaLaunchKernel", main, 310, correlation=3), _device_work("fill", 320, 2, correlation=3),
+        _launch("cudaLaunchKernel", autograd_thread, 350, correlation=4), _device_work("sgemm", 360, 100, 4),
+        _launch("cuLaunchKernel", autograd_thread, 500, 5, "cuda_driver"), _device_work("triton_", 510, 30, 5),
+        _device_work("Memset", 600, 8, correlation=6, cat="gpu_memset"),
+        _launch("cudaMemsetAsync", autograd_thread, 590, correlation=6),
+        _x("gpu_user_annotation backward", "gpu_user_annotation", 320, 300),  # the GPU's own row: not a launch
+        _launch("cudaLaunchKernel", main, 800, correlation=7), _device_work("adam", 810, 50, correlation=7),  # outside
+        _launch("cudaStreamSynchronize", main, 900, correlation=8),  # queues no device work
+        _device_work("orphan", 950, 70, correlation=99),  # its launch is not in the trace
+    ]}
+    times = ts.region_device_times(trace, ["forward", "backward", "optimizer_step"])
+    assert times["forward"] == pytest.approx(50e-6)
+    assert times["backward"] == pytest.approx((2 + 100 + 30 + 8) * 1e-6)  # 140 us, of which 138 from the other thread
+    assert times["optimizer_step"] == 0.0  # never ran
+    everything = ts.region_device_times(trace)  # every region; a nested one counts for both
+    assert everything["ProfilerStep#1"] == pytest.approx((50 + 140 + 50) * 1e-6)  # not the orphan
+    assert set(everything) == {"ProfilerStep#1", "forward", "backward"}
+
+
+def test_region_device_times_sum_the_calls_of_a_region():
+    trace = {"traceEvents": [
+        _x("backward", "user_annotation", 0, 100), _launch("k", 1, 10, 1), _device_work("k", 10, 7, 1),
+        _x("backward", "user_annotation", 200, 100), _launch("k", 1, 210, 2), _device_work("k", 210, 3, 2)]}
+    assert ts.region_device_times(trace, ["backward"]) == {"backward": pytest.approx(10e-6)}
+
+
+def test_region_device_times_of_a_real_cpu_profile_are_zero(tmp_path):
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    model = nn.Linear(8, 4)
+    with ts.native_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        with record_function("forward"):
+            loss = model(torch.randn(2, 8)).sum()
+        with record_function("backward"):
+            loss.backward()
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    assert ts.region_device_times(tmp_path / "t.json", ["forward", "backward"]) == {"forward": 0.0, "backward": 0.0}
+    with pytest.raises(ValueError, match="not a Chrome trace"):
+        ts.region_device_times({"events": []})
