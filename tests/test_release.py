@@ -48,3 +48,19 @@ def test_learner_notebook_goes_on_past_a_failing_check(chapter):
     assert any(tagged), f"{chapter}: no cell may stop?"
     assert not [c for c in load(solution_path(chapter)).cells if RAISES_TAG in c.metadata.get("tags", [])], (
         f"{chapter}: a solution notebook cell is tagged {RAISES_TAG}: nbval would no longer see its errors")
+
+
+def test_a_committed_notebook_is_read_from_the_course_root_even_inside_the_repository():
+    """The Korean course is the folder ko/ of this repository: its notebooks at HEAD are ko/notebooks/..., not the
+    English notebooks/... that a path taken from the repository's root would name (release then refused to
+    update untouched Korean notebooks as "edited")."""
+    import subprocess
+
+    from course import ROOT
+    from course_tools.grading.release import _committed
+
+    english, korean = ROOT / "notebooks/00_start/00_start.ipynb", ROOT / "ko/notebooks/00_start/00_start.ipynb"
+    head = subprocess.run(["git", "show", "HEAD:ko/notebooks/00_start/00_start.ipynb"], cwd=ROOT, capture_output=True)
+    assert head.returncode == 0, head.stderr  # CI and maintainers test a git checkout
+    assert _committed(korean, ROOT / "ko") == head.stdout
+    assert _committed(english, ROOT) != _committed(korean, ROOT / "ko")

@@ -109,7 +109,8 @@ def _committed(path: Path, root: Path) -> bytes | None:
     """The file as git has it at HEAD, or None (no git, not tracked)."""
     try:
         rel = path.resolve().relative_to(root.resolve())
-        proc = subprocess.run(["git", "show", f"HEAD:{rel.as_posix()}"], cwd=root, capture_output=True, timeout=30)
+        # "./": relative to the course root, which may be a folder of the repository (the Korean course, ko/)
+        proc = subprocess.run(["git", "show", f"HEAD:./{rel.as_posix()}"], cwd=root, capture_output=True, timeout=30)
     except (ValueError, OSError, subprocess.SubprocessError):
         return None
     return proc.stdout if proc.returncode == 0 else None
