@@ -198,12 +198,18 @@ def _again_alone(course: Course, outcomes: list[Outcome], roster: list[str], kno
 
 
 def require_sandbox(course: Course) -> None:
-    """Stop before grading anything when the configuration asks for the sandbox and none can run here."""
-    from course_tools.grading.sandbox import INSTALL_HINT, sandbox_problem
+    """Stop before grading anything when the configuration asks for the sandbox and none can run here, or when
+    the sandbox would not import the grader's own ``helpers`` (every submission would end "crashed")."""
+    from course_tools.grading.sandbox import INSTALL_HINT, helpers_in_sandbox, sandbox_problem
 
-    if course.limits().sandbox and sandbox_problem():
+    if not course.limits().sandbox:
+        return
+    if sandbox_problem():
         raise SystemExit(f"grading stopped: {sandbox_problem()}, and learner code only runs in the sandbox "
                          f"(course_tools/grading/sandbox.py). To fix: {INSTALL_HINT}.")
+    problem = helpers_in_sandbox(course.root)
+    if problem:
+        raise SystemExit(f"grading stopped before the first submission: {problem}.")
 
 
 def grade(

@@ -34,7 +34,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["SandboxUnavailable", "bwrap_command", "sandbox_problem", "readonly_paths", "exposed_course_paths"]
+__all__ = ["SandboxUnavailable", "bwrap_command", "sandbox_problem", "readonly_paths", "exposed_course_paths",
+           "helpers_root", "helpers_in_sandbox"]
 
 #: Files of /etc a Python program may read (dynamic loader, users, time zone); no secrets.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime",
@@ -79,6 +80,24 @@ def _package_dirs() -> list[Path]:
     return [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
 
 
+def helpers_root() -> Path:
+    """The folder that holds the ``helpers`` package this process imports; the sandbox imports it from there.
+
+    Why: the sandboxed kernel and the verdict worker must run the checks the grader runs, wherever that package
+    lives (site-packages, an editable install from another clone, the course folder itself). Their own import
+    system would follow the environment's install instead (an editable install points at the clone it was
+    made from, which the sandbox does not show), so the grader binds this one folder's ``helpers`` read-only
+    and puts the folder first on the sandbox's import path; nothing else of the folder is visible there.
+    """
+    dirs = _package_dirs()
+    if len(dirs) != 1 or not (dirs[0] / "__init__.py").is_file():
+        raise SandboxUnavailable(
+            "the grader cannot tell which `helpers` package to show the sandbox (found: "
+            f"{', '.join(map(str, dirs)) or 'none'}): install the course with `pip install -e <course folder>` "
+            "in this environment, or run the grader from the course folder")
+    return dirs[0].parent
+
+
 def readonly_paths() -> list[Path]:
     """Folders the kernel may read: Python, the environment, the installed packages, ``helpers``."""
     paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
@@ -120,7 +139,7 @@ def sandbox_env(scratch: Path, extra: dict[str, str]) -> dict[str, str]:
     env.update(PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
                HOME=work, TMPDIR=str(scratch / "tmp"), USER="learner", LOGNAME="learner", MPLCONFIGDIR=work,
                XDG_CACHE_HOME=work, XDG_CONFIG_HOME=work, XDG_RUNTIME_DIR=str(scratch / "tmp"),
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(helpers_root()))
     return env
 
 
@@ -153,3 +172,31 @@ def bwrap_command(kernel_cmd: list[str], scratch: Path, course_root: Path, env: 
     for key, value in sorted(sandbox_env(scratch, env).items()):
         args += ["--setenv", key, value]
     return [*args, "--", *kernel_cmd]
+
+
+#: run in the sandbox: where ``helpers`` is imported from there
+_PROBE = "import helpers, os; print(os.path.realpath(helpers.__path__[0]))"
+
+
+def helpers_in_sandbox(course_root: Path) -> str:
+    """Check, before grading anything, that the sandbox imports the grader's own ``helpers``; "" when it does.
+
+    Otherwise one line: which ``helpers`` the grader found, what the sandbox did instead, and what to do. A
+    class graded where the sandbox cannot import the checks would end "crashed" submission by submission, for a
+    fault of the grader's and not of the learners'.
+    """
+    import tempfile
+
+    try:
+        mine = str(_package_dirs()[0]) if _package_dirs() else "none"
+        with tempfile.TemporaryDirectory(prefix="grading-probe-") as scratch:
+            cmd = bwrap_command([sys.executable, "-c", _PROBE], Path(scratch), Path(course_root), {})
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (SandboxUnavailable, OSError, subprocess.SubprocessError) as err:
+        return f"the grader's `helpers` ({mine}) cannot be shown to the sandbox: {err}"
+    seen = proc.stdout.strip()
+    if proc.returncode == 0 and seen == mine:
+        return ""
+    why = seen if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return (f"the sandbox does not import the grader's `helpers` ({mine}): {why}. Install the course with "
+            "`pip install -e <course folder>` in this environment, or run the grader from the course folder")

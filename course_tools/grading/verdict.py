@@ -387,9 +387,12 @@ class VerdictWorker:
         """Launch the worker and return at once: its imports (two seconds) overlap the kernel's start."""
         import subprocess
 
+        from course_tools.grading.sandbox import helpers_root
+
         with open(__file__, encoding="utf-8") as fh:
             program = fh.read()
-        cmd = [self.python, "-I", "-c", program, MARK]
+        # -I ignores PYTHONPATH: the folder of the grader's own helpers goes first on the worker's path instead
+        cmd = [self.python, "-I", "-c", program, str(helpers_root()), MARK]
         self.scratch = tempfile.mkdtemp(prefix="grading-verdict-")
         env = None
         if self.sandbox:
@@ -520,4 +523,6 @@ def _kill(proc) -> None:
 
 
 if __name__ == "__main__" and sys.argv[-1] == MARK:
+    if len(sys.argv) > 2:  # the folder holding the grader's helpers (VerdictWorker.launch): imported from there
+        sys.path.insert(0, sys.argv[-2])
     serve()
