@@ -80,28 +80,67 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
                                              "process")),
     },
     "08_speed": {
-        "loop_noisy_step": ("s", N_("one step of chapter 08's train_noisily (3 host syncs a step), batch 256")),
+        "loop_noisy_step": ("s", N_("one step of chapter 08's train_noisily (3 host syncs a step): Linear(64, width), "
+                                    "ReLU, Linear(width, 10), batch {loop_batch}, the width sized so the GPU's time "
+                                    "per step is about the host's")),
         "loop_quiet_step": ("s", N_("one step of the same loop with every host read after the loop")),
-        "streams_one_stream": ("s", N_("8 pinned 16 MiB batches copied and computed on one stream "
-                                       "(speed.copy_and_compute)")),
+        "loop_width": ("n", N_("the width the GPU run chose for those two steps (device time about host time)")),
+        "streams_one_stream": ("s", N_("{stream_batches} pinned ({stream_rows}, 1024) float32 batches copied and "
+                                       "computed on one stream (speed.copy_and_compute)")),
         "streams_side_stream": ("s", N_("the same with each next batch copied on a side stream")),
         "overlap_one_stream": ("%", N_("share of the copies' time during which a kernel ran, one stream (from a "
                                        "trace)")),
         "overlap_side_stream": ("%", N_("the same share with the side stream")),
-        "compile_s": ("s", N_("compiling chapter 08's MLP block (first call less a steady call), batch 64")),
-        "compile_eager": ("s", N_("one call of the MLP block, batch 64, eager")),
+        "compile_s": ("s", N_("compiling bias_gelu_norm (bias, GELU, normalisation) on ({compile_batch}, {features}) "
+                              "float32: the first call less a steady call")),
+        "compile_eager": ("s", N_("one call of bias_gelu_norm on ({compile_batch}, {features}), eager")),
         "compile_compiled": ("s", N_("the same call, torch.compile (default mode)")),
-        "compile_small_eager": ("s", N_("one call of the MLP block, batch 8, eager")),
+        "compile_small_eager": ("s", N_("one call of {chain_layers} x (Linear({chain_width}, {chain_width}) + GELU), "
+                                        "batch {small_batch}, no_grad, eager")),
         "compile_small_default": ("s", N_("the same, torch.compile (default mode)")),
         "compile_small_reduce_overhead": ("s", N_("the same, torch.compile(mode=\"reduce-overhead\"): CUDA graphs")),
-        "adamw_foreach": ("s", N_("one AdamW step over 24 Linear(128, 128) layers, foreach=True")),
+        "small_kernels_eager": ("n", N_("kernels the GPU ran per call of that chain, eager (from a trace)")),
+        "small_kernels_default": ("n", N_("the same count, torch.compile (default mode)")),
+        "small_kernels_reduce_overhead": ("n", N_("the same count, reduce-overhead")),
+        "small_launches_eager": ("n", N_("launches the host made per call of that chain (kernel launches and CUDA "
+                                         "graph replays), eager")),
+        "small_launches_default": ("n", N_("the same count, torch.compile (default mode)")),
+        "small_launches_reduce_overhead": ("n", N_("the same count, reduce-overhead")),
+        "adamw_foreach": ("s", N_("one AdamW step over {optimizer_layers} Linear({optimizer_width}, "
+                                  "{optimizer_width}) layers, foreach=True")),
         "adamw_fused": ("s", N_("the same step, fused=True")),
-        "sdpa": ("s", N_("F.scaled_dot_product_attention, q/k/v of shape (8, 8, 512, 64)")),
-        "naive_attention": ("s", N_("softmax(q k^T / sqrt(d)) v written out, the same shapes")),
-        "cudnn_benchmark_off": ("s", N_("Conv2d(32, 64, 3) on (16, 32, 56, 56), cudnn.benchmark off")),
+        "conv_block_nchw_16bit": ("s", N_("Conv2d({conv_in}, {conv_out}, 3) + BatchNorm2d + ReLU on {conv_shape}, "
+                                          "NCHW, under autocast in the GPU's 16-bit dtype")),
+        "conv_block_channels_last_16bit": ("s", N_("the same block and input in channels_last")),
+        "sdpa": ("s", N_("F.scaled_dot_product_attention, q/k/v of shape {attention_shape} in the GPU's 16-bit "
+                         "dtype (bfloat16, float16 on a GPU older than compute capability 8.0)")),
+        "naive_attention": ("s", N_("softmax(q k^T / sqrt(d)) v written out, the same shapes and dtype")),
+        "cudnn_benchmark_off": ("s", N_("Conv2d({conv_in}, {conv_out}, 3) on {conv_shape}, cudnn.benchmark off")),
         "cudnn_benchmark_on": ("s", N_("the same convolution, cudnn.benchmark on")),
+        "cudnn_benchmark_new_shape": ("s", N_("the first call on a new shape {new_conv_shape} with cudnn.benchmark "
+                                              "on: the algorithm search included")),
     },
 }
+
+#: The sizes behind a chapter's stored figures, as its cells and its measure (``course_tools.gpu_check.measure``)
+#: run them. The descriptions above name them through these placeholders and ``measure_<NN>`` takes its sizes from
+#: here, so a description cannot drift from what was measured (tests/test_results.py keeps them equal).
+WORKLOADS: dict[str, dict[str, Any]] = {
+    "08_speed": {
+        "loop_batch": 256, "loop_width": 512,  # train_noisily's classifier (on a GPU the width is sized at run time)
+        "stream_batches": 8, "stream_rows": 4096,
+        "compile_batch": 256, "features": 4096,  # bias_gelu_norm
+        "small_batch": 8, "chain_layers": 16, "chain_width": 1024,  # the CUDA-graphs demo: kernels no fusion removes
+        "optimizer_layers": 24, "optimizer_width": 128,
+        "attention_shape": (4, 8, 256, 64),
+        "conv_in": 32, "conv_out": 64, "conv_shape": (16, 32, 56, 56), "new_conv_shape": (16, 32, 60, 60),
+    },
+}
+
+
+def describe(chapter: str, key: str) -> str:
+    """What figure ``key`` of ``chapter`` is, translated, with the chapter's workload sizes filled in."""
+    return _(FIGURES[chapter][key][1]).format(**WORKLOADS.get(chapter, {}))
 
 
 class ResultsError(ValueError):
@@ -279,7 +318,7 @@ def _text(chapter: str, keys: list[str], mine: dict[str, Any], mine_label: str, 
     lines = []
     if numbers:
         header = [_("figure"), *([_(mine_label) if mine_label else ""] if mine else []), *[r.device for r in runs]]
-        rows = [[_(FIGURES[chapter][k][1]), *([format_value(mine.get(k), FIGURES[chapter][k][0])] if mine else []),
+        rows = [[describe(chapter, k), *([format_value(mine.get(k), FIGURES[chapter][k][0])] if mine else []),
                  *[r.figures[k].text() if k in r.figures else f"- ({_skipped(r, k)})" for r in runs]]
                 for k in numbers]
         widths = [max(_display_width(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
@@ -289,7 +328,7 @@ def _text(chapter: str, keys: list[str], mine: dict[str, Any], mine_label: str, 
             for r in runs:
                 body = (r.figures[k].value if k in r.figures else
                         _("(not stored: {reason})").format(reason=_skipped(r, k)))
-                lines += ["", f"{_(FIGURES[chapter][k][1])}, {r.device}:", str(body).rstrip()]
+                lines += ["", f"{describe(chapter, k)}, {r.device}:", str(body).rstrip()]
     lines += ["", *[f"{r.device}: {r.label()}" for r in runs]]
     return "\n".join(lines).lstrip("\n")
 

@@ -15,7 +15,11 @@ drained. This module holds what the chapter measures with:
   (:class:`helpers.benchmark.BackgroundQueue`) beside host work, with a sync
   every step or only at the end, timed and drawn as a timeline.
 * :func:`compile_timings`: what ``torch.compile`` costs once and saves per call,
-  measured interleaved; :func:`graph_breaks`: where Dynamo had to stop a graph.
+  measured interleaved; :func:`graph_breaks`: where Dynamo had to stop a graph;
+  :func:`kernels_per_call`: from a profiler trace, how many kernels a call ran on
+  the GPU and how many launches the host made for them (what a CUDA graph saves).
+* :func:`size_for_balance`: the size at which a GPU's time per step catches up with
+  the host's, where a sync per step costs the most (the chapter's loop demo).
 * :func:`copy_compute_overlap`: from a profiler's Chrome trace, how long
   host-to-device copies ran while kernels ran (the proof of an overlap).
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -45,6 +50,7 @@ __all__ = [
     "CompileTimings",
     "GraphBreaks",
     "HostSync",
+    "KernelCount",
     "Overlap",
     "QueuedRun",
     "SyncCounter",
@@ -53,8 +59,11 @@ __all__ = [
     "copy_and_compute",
     "copy_compute_overlap",
     "count_host_syncs",
+    "count_kernels",
     "graph_breaks",
+    "kernels_per_call",
     "queued_steps",
+    "size_for_balance",
 ]
 
 _HERE = os.path.abspath(__file__)
@@ -555,6 +564,29 @@ def queued_steps(device_work: Callable[[], Any], host_work: Callable[[], Any], s
     return QueuedRun(seconds, lanes, waited)
 
 
+def size_for_balance(seconds_per_step: Callable[[int], float], sizes: Sequence[int],
+                     at_least: float = 1.25) -> tuple[int, float, float]:
+    """The first of ``sizes`` (growing) at which a step's device time has caught up with its host time.
+
+    Returns ``(size, host_s, step_s)``. Why: a host sync in every step forbids the overlap of the host's work
+    (Python, launches, preparing the next batch) and the device's, so it costs about min(host time, device time)
+    a step, plus a round trip of some 10-30 µs: it shows best where the two are about equal. A demo sized for a
+    laptop is launch-bound on a GPU (device time far below host time), where a sync costs little more than the
+    round trip. ``seconds_per_step(size)`` must time a loop with **no** sync in its steps, which takes about
+    max(host, device) a step: at ``sizes[0]`` the device's share is taken as negligible, so that time is the
+    host's (``host_s``); the first size whose step takes ``at_least`` times as long is one where the device's
+    time has passed the host's. With none, the last size.
+    """
+    if not sizes:
+        raise ValueError("size_for_balance needs at least one size")
+    host = step = seconds_per_step(sizes[0])
+    for size in sizes[1:]:
+        step = seconds_per_step(size)
+        if step >= at_least * host:
+            return size, host, step
+    return sizes[-1], host, step
+
+
 # --------------------------------------------------------------------------- torch.compile
 
 
@@ -591,6 +623,7 @@ class CompileTimings:
     first_call_s: float  # tracing, compiling and one call
     eager: Timing
     compiled: Timing
+    compiled_fn: Any = field(default=None, repr=False, compare=False)  # what torch.compile returned
 
     @property
     def compile_s(self) -> float:
@@ -602,9 +635,17 @@ def compile_timings(fn: Callable[..., Any], args: Sequence[Any], device: str | t
                     repeats: int = 15, calls: int = 20, label: str = "", **compile_kwargs: Any) -> CompileTimings:
     """Compile ``fn`` with ``torch.compile(**compile_kwargs)``, time its first call, then time eager and
     compiled calls interleaved (``repeats`` rounds of ``calls`` calls each, the device synchronised around
-    every round), so a change in the machine's load hits both alike."""
+    every round), so a change in the machine's load hits both alike.
+
+    Dynamo's caches are cleared first (``torch._dynamo.reset()``): what is timed is a first compile of ``fn``
+    for these inputs. Without it, a second call for the same code on a new shape would be a *recompile*, which
+    marks the changed dimension dynamic (a different kernel), and one with another ``mode`` a recompile for the
+    new backend."""
+    import torch._dynamo  # noqa: PLC0415 - heavy, imported when asked
+
     from helpers.device import synchronize  # noqa: PLC0415 - ground floor
 
+    torch._dynamo.reset()
     device = torch.device(device)
     compiled = torch.compile(fn, **compile_kwargs)
     synchronize(device)
@@ -627,7 +668,63 @@ def compile_timings(fn: Callable[..., Any], args: Sequence[Any], device: str | t
     eager, compiled = ((_("{label}, eager").format(label=label), _("{label}, compiled").format(label=label)) if label
                        else (_("eager"), _("compiled")))
     return CompileTimings(first, Timing.from_times(rounds["eager"], device, label=eager),
-                          Timing.from_times(rounds["compiled"], device, label=compiled))
+                          Timing.from_times(rounds["compiled"], device, label=compiled), compiled_fn=compiled)
+
+
+@dataclass(frozen=True)
+class KernelCount:
+    """Per call, from a profiler trace: kernels the GPU ran, and launches the host made for them."""
+
+    kernels: float
+    launches: float
+
+
+#: the host-side calls that put work on a GPU's queue: a kernel launch (the runtime's ``cudaLaunchKernel``,
+#: ``cudaLaunchKernelExC``, the driver's ``cuLaunchKernel``/``cuLaunchKernelEx`` that Triton uses) or the replay
+#: of a whole CUDA graph (``cudaGraphLaunch``)
+_LAUNCH = re.compile(r"^cu(da)?Launch\w*Kernel|^cu(da)?GraphLaunch")
+
+
+def count_kernels(trace: str | Path | Mapping, calls: int = 1) -> KernelCount:
+    """Kernels and launches per call in a profiler's Chrome trace of ``calls`` calls.
+
+    Kernels are the device's complete events of ``cat`` "kernel" (a CUDA graph's replay still runs, and lists,
+    each of its kernels); launches are the host's ``cuda_runtime``/``cuda_driver`` events that launch a kernel
+    or replay a graph (:data:`_LAUNCH`), so a graph's replay is one launch however many kernels it holds.
+    """
+    import json  # noqa: PLC0415
+
+    data = trace if isinstance(trace, Mapping) else json.loads(Path(trace).read_text())
+    events = [e for e in data.get("traceEvents", []) if e.get("ph") == "X"]
+    kernels = sum(e.get("cat") == "kernel" for e in events)
+    launches = sum(e.get("cat") in ("cuda_runtime", "cuda_driver") and bool(_LAUNCH.search(str(e.get("name", ""))))
+                   for e in events)
+    return KernelCount(kernels / calls, launches / calls)
+
+
+def kernels_per_call(fn: Callable[..., Any], args: Sequence[Any], device: str | torch.device,
+                     calls: int = 5) -> KernelCount:
+    """Profile ``calls`` calls of ``fn(*args)`` on a CUDA ``device`` (after one untimed call) and count, per call,
+    the kernels the GPU ran and the launches the host made (:func:`count_kernels`). The profiler's C++ lines on
+    file descriptor 2 are captured (``helpers.memory.native_stderr``), not shown."""
+    import tempfile  # noqa: PLC0415
+
+    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
+
+    from helpers.device import synchronize  # noqa: PLC0415 - ground floor
+    from helpers.memory import native_stderr  # noqa: PLC0415
+
+    device = torch.device(device)
+    fn(*args)
+    synchronize(device)
+    with native_stderr(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _call in range(calls):
+            fn(*args)
+        synchronize(device)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        return count_kernels(path, calls)
 
 
 @dataclass(frozen=True)
@@ -742,7 +839,7 @@ def copy_and_compute(host_batches: Sequence[torch.Tensor], weight: torch.Tensor,
     """Copy each (pinned) host batch to the GPU and run ``layers`` matrix products on it; the last result.
 
     ``side=None``: every copy and every kernel on the current stream, so each batch's copy waits for the
-    previous batch's compute. ``side=torch.cuda.Stream()``: batch i+1 is copied on the side stream while
+    previous batch's compute. ``side=torch.cuda.Stream(device)`` (on ``weight``'s device): batch i+1 is copied on the side stream while
     batch i computes; the current stream waits for the side stream (``wait_stream``) before it uses a batch,
     and ``record_stream`` tells the caching allocator the batch's memory is used on the current stream.
     A copy runs beside a kernel only from pinned memory with ``non_blocking=True``.

@@ -136,6 +136,39 @@ def test_the_speed_chapter_measures_its_cpu_figures_and_names_each_cuda_one_it_s
     assert all("ran on cpu" in why for key, why in skipped.items() if key.startswith(("streams_", "cudnn_")))
 
 
+def test_the_stored_08_figures_describe_the_sizes_measure_08_and_the_cells_use():
+    """helpers.results.WORKLOADS is the one place chapter 08's GPU sizes are written: the figures' descriptions
+    name them, measure_08 takes them from there, and the chapter's cells use the same numbers (review 2, finding
+    10: the descriptions named a workload nothing measured)."""
+    import inspect
+    import string
+
+    from course import load, solution_path
+
+    w = results.WORKLOADS["08_speed"]
+    fields = {name for _, what in results.FIGURES["08_speed"].values()
+              for _, name, _, _ in string.Formatter().parse(what) if name}
+    assert fields and fields <= set(w), fields - set(w)
+    assert "{" not in "".join(results.describe("08_speed", key) for key in results.FIGURES["08_speed"])
+    source = inspect.getsource(measure.measure_08)
+    assert [key for key in w if f'w["{key}"]' not in source] == []
+    cells = "\n".join(c.source for c in load(solution_path("08_speed")).cells if c.cell_type == "code")
+    shape = ", ".join
+    expected = [
+        f"def make_run(batches=20, batch={w['loop_batch']}, width={w['loop_width']},",
+        f"torch.randn({w['stream_rows']}, 1024).pin_memory() for _ in range({w['stream_batches']})",
+        f"torch.randn({w['compile_batch']}, {w['features']}, device=device)",
+        f"for _ in range({w['chain_layers']}) for layer in (nn.Linear({w['chain_width']}, {w['chain_width']}), nn.GELU())",
+        f"torch.randn({w['small_batch']}, {w['chain_width']}, device=device)",
+        f"nn.Linear({w['optimizer_width']}, {w['optimizer_width']}) for _ in range({w['optimizer_layers']})",
+        f"torch.randn({shape(map(str, w['attention_shape']))}, device=device",
+        f"nn.Conv2d({w['conv_in']}, {w['conv_out']}, 3, padding=1)",
+        f"torch.randn({shape(map(str, w['conv_shape']))}, device=device)",
+        f"torch.randn({shape(map(str, w['new_conv_shape']))}, device=device)",
+    ]
+    assert [text for text in expected if text not in cells] == []
+
+
 def test_the_quiet_loop_it_measures_is_the_reference_solution():
     source = measure._solution_source("08_speed", "train-quietly")
     assert "def train_quietly(" in source and "### BEGIN SOLUTION" in source

@@ -530,6 +530,50 @@ def test_copy_compute_overlap_reads_a_trace_file(tmp_path):
     assert speed.copy_compute_overlap(path).fraction == pytest.approx(0.5)
 
 
+def _launch(name, start, cat="cuda_runtime"):
+    return _event(cat, start, start + 3, name=name)
+
+
+def test_count_kernels_counts_device_kernels_and_host_launches_per_call():
+    """Two calls: eagerly, two kernels each, launched by the runtime (cuBLAS) and the driver (Triton); then a
+    CUDA graph's replay, whose two kernels still run and show, from one launch."""
+    eager = [_launch("cudaLaunchKernel", 0), _launch("cuLaunchKernel", 10, cat="cuda_driver"),
+             _event("kernel", 5, 9, name="sm90_xmma_gemm"), _event("kernel", 12, 15, name="triton_poi_fused_gelu_0")]
+    eager += [dict(e, ts=e["ts"] + 100) for e in eager]
+    others = [_event("cuda_runtime", 0, 1, name="cudaStreamSynchronize"), _event("cuda_runtime", 0, 1, name="cudaMemcpyAsync"),
+              _event("cpu_op", 0, 30, name="aten::addmm"), _event("gpu_memcpy", 0, 2, name="Memcpy DtoD (Device -> Device)"),
+              _event("kernel", 0, 1, name="not complete", ph="i"), {"ph": "M", "name": "process_name", "args": {}}]
+    trace = {"traceEvents": eager + others}
+    assert speed.count_kernels(trace, calls=2) == speed.KernelCount(kernels=2, launches=2)
+    assert speed.count_kernels(trace) == speed.KernelCount(kernels=4, launches=4)
+    replay = [_launch("cudaGraphLaunch", 0), _event("kernel", 4, 8, name="sm90_xmma_gemm"),
+              _event("kernel", 8, 10, name="triton_poi_fused_gelu_0"), _launch("cudaLaunchKernelExC", 20),
+              _event("kernel", 22, 23, name="gemv")]
+    assert speed.count_kernels({"traceEvents": replay}) == speed.KernelCount(kernels=3, launches=2)
+    assert speed.count_kernels({"traceEvents": []}, calls=3) == speed.KernelCount(0, 0)
+
+
+def test_count_kernels_reads_a_trace_file(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": [_launch("cudaLaunchKernel", 0), _event("kernel", 1, 2)]}))
+    assert speed.count_kernels(path) == speed.count_kernels(str(path)) == speed.KernelCount(1, 1)
+
+
+def test_size_for_balance_finds_where_device_time_catches_up_with_host_time():
+    host_s = 1e-3
+
+    def step(size):  # a loop without syncs takes max(host, device) a step
+        return max(host_s, size * 1e-6)
+
+    assert speed.size_for_balance(step, [64, 128, 256, 512, 1024, 2048, 4096]) == (2048, host_s, 2048e-6)
+    assert speed.size_for_balance(step, [64, 128, 256]) == (256, host_s, host_s)  # never caught up: the last
+    asked = []
+    speed.size_for_balance(lambda size: asked.append(size) or max(host_s, size * 1e-6), [64, 2048, 4096])
+    assert asked == [64, 2048]  # stops at the first size that balances
+    with pytest.raises(ValueError):
+        speed.size_for_balance(step, [])
+
+
 # --------------------------------------------------------------------------- torch.compile
 
 

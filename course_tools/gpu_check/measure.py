@@ -12,6 +12,7 @@ device-side assert or an out-of-memory error then cannot poison the next chapter
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections.abc import Callable
@@ -208,14 +209,16 @@ def _solution_source(chapter: str, grade_id: str) -> str:
     raise LookupError(f"no solution cell {grade_id!r} in {path}")
 
 
-def measure_08(device: torch.device, batches: int = 20, batch: int = 256, width: int = 512, rows: int = 4096,
-               features: int = 4096, repeats: int = 7, min_run_time: float = 0.2, trace: bool = True,
-               compiled: bool = True) -> Measured:
+def measure_08(device: torch.device, batches: int = 20, batch: int | None = None, width: int | None = None,
+               rows: int | None = None, features: int | None = None, repeats: int = 7, min_run_time: float = 0.2,
+               trace: bool = True, compiled: bool = True) -> Measured:
     """Chapter 08: the noisy and quiet loops, copies beside compute on a side stream (timed with events and
     read from a trace), torch.compile (default and reduce-overhead), and the cheap wins, as its cells run them.
 
-    ``trace=False`` leaves out the profiler (CUPTI needs a real GPU), ``compiled=False`` torch.compile (Dynamo
-    cannot trace fake tensors): the fake-CUDA check (tests/test_cuda_branches.py) runs the rest."""
+    The sizes default to ``helpers.results.WORKLOADS["08_speed"]``, the same the stored figures' descriptions
+    name (the rehearsal passes smaller ones). ``trace=False`` leaves out the profiler (CUPTI needs a real GPU),
+    ``compiled=False`` torch.compile (Dynamo cannot trace fake tensors): the fake-CUDA check
+    (tests/test_cuda_branches.py) runs the rest. Every stream, event and synchronize names ``device``."""
     import statistics
     import tempfile
     import time
@@ -223,57 +226,75 @@ def measure_08(device: torch.device, batches: int = 20, batch: int = 256, width:
     from torch import nn
     from torch.nn import functional as F
 
+    from helpers import amp, speed
     from helpers import benchmark as bench
-    from helpers import speed
     from helpers.checks.ch08 import noisy_epoch
     from helpers.device import synchronize
+    from helpers.memory import native_stderr
+    from helpers.results import WORKLOADS
 
+    w = WORKLOADS["08_speed"]
+    batch = w["loop_batch"] if batch is None else batch
+    width = w["loop_width"] if width is None else width
+    rows = w["stream_rows"] if rows is None else rows
+    features = w["features"] if features is None else features
     figures: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     namespace: dict[str, Any] = {"torch": torch, "F": F}
     exec(compile(_solution_source("08_speed", "train-quietly"), "train_quietly", "exec"), namespace)  # noqa: S102
+    quiet = namespace["train_quietly"]
 
-    def run() -> tuple:
+    def run(size: int) -> tuple:
         torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
+        model = nn.Sequential(nn.Linear(64, size), nn.ReLU(), nn.Linear(size, 10)).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         data = [(torch.randn(batch, 64).to(device), torch.randint(0, 10, (batch,)).to(device)) for _ in range(batches)]
         return model, optimizer, data
 
+    def seconds_per_step(fn: Callable, size: int) -> float:
+        args = run(size)
+        synchronize(device)
+        start = time.perf_counter()
+        fn(*args)
+        synchronize(device)
+        return (time.perf_counter() - start) / batches
+
+    if _cuda(device):  # cell c013: the width at which the device's time per step has caught up with the host's
+        width = speed.size_for_balance(lambda size: statistics.median(seconds_per_step(quiet, size) for _ in range(3)),
+                                       [width * 2**i for i in range(12)])[0]
+    figures["loop_width"] = width
     per_step: dict[str, list[float]] = {"loop_noisy_step": [], "loop_quiet_step": []}
     for _ in range(repeats):
-        for key, fn in (("loop_noisy_step", noisy_epoch), ("loop_quiet_step", namespace["train_quietly"])):
-            args = run()
-            synchronize(device)
-            start = time.perf_counter()
-            fn(*args)
-            synchronize(device)
-            per_step[key].append((time.perf_counter() - start) / batches)
+        for key, fn in (("loop_noisy_step", noisy_epoch), ("loop_quiet_step", quiet)):
+            per_step[key].append(seconds_per_step(fn, width))
     figures.update({k: statistics.median(v) for k, v in per_step.items()})
 
     stream_keys = ("streams_one_stream", "streams_side_stream", "overlap_one_stream", "overlap_side_stream")
-    if _cuda(device):
+    if _cuda(device):  # cell c017
         from torch.profiler import ProfilerActivity, profile
 
-        host = [torch.randn(rows, 1024).pin_memory() for _ in range(8)]
+        host = [torch.randn(rows, 1024).pin_memory() for _ in range(w["stream_batches"])]
         weight = torch.randn(1024, 1024, device=device) / 32
         variants = {"one_stream": None, "side_stream": torch.cuda.Stream(device)}
-        for name, side in variants.items():
-            speed.copy_and_compute(host, weight, side)
-            times = []
-            for _ in range(15):
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(3):
+            for side in variants.values():
+                speed.copy_and_compute(host, weight, side)
+        for _ in range(15):  # interleaved, as the cell does
+            for name, side in variants.items():
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 torch.cuda.synchronize(device)
-                start.record()
+                start.record(torch.cuda.current_stream(device))
                 speed.copy_and_compute(host, weight, side)
-                end.record()
+                end.record(torch.cuda.current_stream(device))
                 end.synchronize()
-                times.append(start.elapsed_time(end) / 1000)
-            figures[f"streams_{name}"] = statistics.median(times)
+                times[name].append(start.elapsed_time(end) / 1000)
+        for name, side in variants.items():
+            figures[f"streams_{name}"] = statistics.median(times[name])
             if not trace:
                 skipped[f"overlap_{name}"] = "not traced (trace=False)"
                 continue
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            with native_stderr(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 speed.copy_and_compute(host, weight, side)
                 torch.cuda.synchronize(device)
             with tempfile.TemporaryDirectory() as tmp:
@@ -284,6 +305,8 @@ def measure_08(device: torch.device, batches: int = 20, batch: int = 256, width:
 
     compile_keys = ("compile_s", "compile_eager", "compile_compiled")
     small_keys = ("compile_small_eager", "compile_small_default", "compile_small_reduce_overhead")
+    count_keys = tuple(f"small_{what}_{mode}" for what in ("kernels", "launches")
+                       for mode in ("eager", "default", "reduce_overhead"))
     why_not = speed.compiler_missing(device)
 
     def bias_gelu_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # chapter 08, cell c019
@@ -295,47 +318,87 @@ def measure_08(device: torch.device, batches: int = 20, batch: int = 256, width:
     if not compiled:
         why_not = "not compiled (compiled=False)"
     if why_not:
-        skipped.update(dict.fromkeys(compile_keys + small_keys, why_not))
+        skipped.update(dict.fromkeys(compile_keys + small_keys + count_keys, why_not))
     else:
-        with torch.no_grad():
-            t = speed.compile_timings(bias_gelu_norm, (torch.randn(256, features, device=device), scale, shift), device)
+        with torch.no_grad():  # compile_timings resets Dynamo first, as the cells' order does
+            big = (torch.randn(w["compile_batch"], features, device=device), scale, shift)
+            t = speed.compile_timings(bias_gelu_norm, big, device)
             figures.update(compile_s=t.compile_s, compile_eager=t.eager.median, compile_compiled=t.compiled.median)
-            if _cuda(device):
-                small = (torch.randn(8, features, device=device), scale, shift)
-                d = speed.compile_timings(bias_gelu_norm, small, device)
-                g = speed.compile_timings(bias_gelu_norm, small, device, mode="reduce-overhead")
+            if _cuda(device):  # cell c025: a chain of matrix products no fusion removes
+                n = w["chain_width"]
+                chain = nn.Sequential(*[layer for _ in range(w["chain_layers"])
+                                        for layer in (nn.Linear(n, n), nn.GELU())]).to(device).eval()
+                small = (torch.randn(w["small_batch"], n, device=device),)
+                counts = {"eager": speed.kernels_per_call(chain, small, device)} if trace else {}
+                d = speed.compile_timings(chain, small, device)
+                if trace:
+                    counts["default"] = speed.kernels_per_call(d.compiled_fn, small, device)
+                g = speed.compile_timings(chain, small, device, mode="reduce-overhead")
+                if trace:
+                    counts["reduce_overhead"] = speed.kernels_per_call(g.compiled_fn, small, device)
                 figures.update(compile_small_eager=d.eager.median, compile_small_default=d.compiled.median,
                                compile_small_reduce_overhead=g.compiled.median)
+                for mode, c in counts.items():
+                    figures[f"small_kernels_{mode}"] = round(c.kernels, 1)
+                    figures[f"small_launches_{mode}"] = round(c.launches, 1)
+                if not trace:
+                    skipped.update(dict.fromkeys(count_keys, "not traced (trace=False)"))
             else:
-                skipped.update(dict.fromkeys(small_keys, f"CUDA graphs need a CUDA GPU; ran on {device}"))
+                skipped.update(dict.fromkeys(small_keys + count_keys, f"CUDA graphs need a CUDA GPU; ran on {device}"))
         torch._dynamo.reset()
 
-    layers = nn.Sequential(*[nn.Linear(128, 128) for _ in range(24)]).to(device)
+    layers = nn.Sequential(*[nn.Linear(w["optimizer_width"], w["optimizer_width"])
+                             for _ in range(w["optimizer_layers"])]).to(device)
     for p in layers.parameters():
         p.grad = torch.randn_like(p)
     for key, options in (("adamw_foreach", {"foreach": True}), ("adamw_fused", {"fused": True})):
         opt = torch.optim.AdamW(layers.parameters(), lr=1e-6, **options)
         opt.step()
         figures[key] = bench.time_callable(opt.step, device, min_run_time=min_run_time, warn=False).median
-    q, k, v = (torch.randn(4, 8, 256, 64, device=device) for _ in range(3))
+
+    conv_keys = ("conv_block_nchw_16bit", "conv_block_channels_last_16bit")
+    if _cuda(device):  # cell c035, its 16-bit rows
+        block = nn.Sequential(nn.Conv2d(w["conv_in"], w["conv_out"], 3, padding=1), nn.BatchNorm2d(w["conv_out"]),
+                              nn.ReLU()).to(device).eval()
+        block_cl = copy.deepcopy(block).to(memory_format=torch.channels_last)
+        images = torch.randn(w["conv_shape"], device=device)
+        images_cl = images.to(memory_format=torch.channels_last)
+        with torch.no_grad(), torch.autocast("cuda", dtype=amp.pick_dtype(device)):
+            for key, m, x in ((conv_keys[0], block, images), (conv_keys[1], block_cl, images_cl)):
+                figures[key] = bench.time_callable(lambda m=m, x=x: m(x), device, min_run_time=min_run_time,
+                                                   warn=False).median
+    else:
+        skipped.update(dict.fromkeys(conv_keys, f"16-bit convolutions under autocast are measured on CUDA; ran on {device}"))
+
+    # cell c036: 16-bit on a GPU, as autocast hands attention its inputs; float32 on a CPU
+    dtype = amp.pick_dtype(device) if _cuda(device) else torch.float32
+    q, k, v = (torch.randn(w["attention_shape"], device=device, dtype=dtype) for _ in range(3))
+    scale_qk = w["attention_shape"][-1] ** 0.5
     figures["sdpa"] = bench.time_callable(lambda: F.scaled_dot_product_attention(q, k, v), device,
                                           min_run_time=min_run_time, warn=False).median
-    figures["naive_attention"] = bench.time_callable(lambda: (q @ k.transpose(-2, -1) / 8).softmax(-1) @ v, device,
-                                                     min_run_time=min_run_time, warn=False).median
-    if _cuda(device):
-        conv = nn.Conv2d(32, 64, 3, padding=1).to(device).eval()
-        images = torch.randn(16, 32, 56, 56, device=device)
+    figures["naive_attention"] = bench.time_callable(lambda: (q @ k.transpose(-2, -1) / scale_qk).softmax(-1) @ v,
+                                                     device, min_run_time=min_run_time, warn=False).median
+    cudnn_keys = ("cudnn_benchmark_off", "cudnn_benchmark_on", "cudnn_benchmark_new_shape")
+    if _cuda(device):  # cell c037
+        conv = nn.Conv2d(w["conv_in"], w["conv_out"], 3, padding=1).to(device).eval()
+        images = torch.randn(w["conv_shape"], device=device)
+        new_shape = torch.randn(w["new_conv_shape"], device=device)
         before = torch.backends.cudnn.benchmark
         try:
-            for key, on in (("cudnn_benchmark_off", False), ("cudnn_benchmark_on", True)):
-                torch.backends.cudnn.benchmark = on
-                with torch.no_grad():
+            with torch.no_grad():
+                for key, on in (("cudnn_benchmark_off", False), ("cudnn_benchmark_on", True)):
+                    torch.backends.cudnn.benchmark = on
                     figures[key] = bench.time_callable(lambda: conv(images), device, min_run_time=min_run_time,
                                                        warn=False).median
+                synchronize(device)
+                start = time.perf_counter()
+                conv(new_shape)
+                synchronize(device)
+                figures["cudnn_benchmark_new_shape"] = time.perf_counter() - start
         finally:
             torch.backends.cudnn.benchmark = before
     else:
-        skipped.update(dict.fromkeys(("cudnn_benchmark_off", "cudnn_benchmark_on"), f"cuDNN is CUDA's; ran on {device}"))
+        skipped.update(dict.fromkeys(cudnn_keys, f"cuDNN is CUDA's; ran on {device}"))
     return figures, skipped
 
 
