@@ -237,8 +237,13 @@ class _Places(TorchFunctionMode):
         return ref is not None and ref() is t
 
     def _mark_host(self, t: torch.Tensor) -> None:
-        key = id(t)
-        self.host[key] = weakref.ref(t, lambda _ref, key=key: self.host.pop(key, None))
+        # a plain weak reference, no callback: a callback on a tensor runs inside its deallocation, which crashed a
+        # later, unrelated call under torch's FakeTensorMode (the fake CUDA check); a dead entry reads as None
+        self.host[id(t)] = weakref.ref(t)
+
+    def __exit__(self, *exc: Any) -> Any:
+        self.host.clear()
+        return super().__exit__(*exc)
 
     def _target_on_host(self, source: torch.Tensor, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool | None:
         """Where ``source.to(*args, **kwargs)`` puts its result: True the host, False the device, None unchanged."""
