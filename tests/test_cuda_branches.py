@@ -619,7 +619,7 @@ def test_self_test_a_planted_device_less_stream_fails_the_check(monkeypatch):
     assert [r.status for r in runs] == ["ran"] * 3, describe(runs)
     assert_streams_on("04_dataloader", runs[:2], torch.device("cuda", 1))
     with pytest.raises(AssertionError, match=r"04_dataloader, cell 2 \(c25\): torch\.cuda\.Stream\(\) names no device.*"
-                                             r"at cell 2, line \d+: `side = torch\.cuda\.Stream\(\)`"):
+                                             r"at cell 2, line \d+: `side = torch\.cuda\.Stream\(\) "):
         assert_streams_on("04_dataloader", runs, torch.device("cuda", 1))
 
 
