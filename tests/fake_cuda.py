@@ -1131,7 +1131,8 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
     failure, for the caller to report. A cell gets ``cpu_seconds`` of CPU and ``wall_seconds`` in all, under
     :func:`stand_ins`. Grade cells and cells with IPython magics are skipped (:func:`_skip_reason`). What a
     cell prints is kept out of the test's output; torch's settings, the environment and the working
-    directory are put back afterwards.
+    directory are put back afterwards. Each :class:`CellRun` keeps the streams, events and synchronisations
+    its cell made (``device_calls``: :func:`off_device` judges them).
     Returns each cell's :class:`CellRun` and the namespace.
     """
     import matplotlib.pyplot as plt

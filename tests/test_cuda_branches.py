@@ -280,8 +280,8 @@ def test_gpu_check_measures_run_their_cuda_branches(chapter):
 
 #: What the check of streams on the chosen GPU finds today in code another change is fixing: xfail (not strict).
 KNOWN_OFF_DEVICE: dict[str, str] = {
-    "08_speed": "chapter 08's cell c017 (torch.cuda.Stream(), Event.record(), synchronize()) and measure_08 "
-                "(start.record()/end.record() with no stream) name no device: being fixed beside this change",
+    "08_speed": "chapter 08's cell c017 makes torch.cuda.Stream() with no device, and measure_08 records its events "
+                "with no stream (GPU 0's while it measures cuda:1): being fixed beside this change",
 }
 
 
