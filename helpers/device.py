@@ -109,10 +109,21 @@ def pick_device(requested: str | torch.device | None = None) -> torch.device:
     environment variable, then the best this machine has (CUDA, then MPS,
     then CPU). A device the machine lacks raises :class:`DeviceUnavailableError`
     at once, listing what the machine has.
+
+    A CUDA GPU named by its index (``cuda:1``, or the best one, which is the
+    current one) is also made the *current* GPU (``torch.cuda.set_device``).
+    Why: everything in torch that takes no device uses the current GPU, which
+    stays ``cuda:0`` unless set. A ``torch.cuda.Stream()``, an
+    ``Event.record()`` without a stream, a ``torch.cuda.synchronize()`` would
+    then act on GPU 0 while the tensors are on GPU 1: a copy queued on that
+    "side stream" runs on GPU 1's default stream (no overlap), and events time
+    GPU 0's empty queue. The course's own cells still name the device
+    (``torch.cuda.Stream(device)``), so a cell copied into a script without
+    this call stays right.
     """
     source = requested if requested is not None else os.environ.get(DEVICE_ENV_VAR) or None
     if source is None:
-        return accelerator() or torch.device("cpu")
+        return _make_current(accelerator() or torch.device("cpu"))
     try:
         device = torch.device(source)
     except (RuntimeError, TypeError) as err:
@@ -120,7 +131,14 @@ def pick_device(requested: str | torch.device | None = None) -> torch.device:
             _("{source!r} is not a device name (try 'cpu', 'cuda', 'cuda:1' or 'mps'): {err}").format(
                 source=source, err=err)
         ) from None
-    return _check_available(device)
+    return _make_current(_check_available(device))
+
+
+def _make_current(device: torch.device) -> torch.device:
+    """Make ``device`` torch's current CUDA GPU when it names one by index (see :func:`pick_device`)."""
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
+    return device
 
 
 def synchronize(device: str | torch.device | None = None) -> None:

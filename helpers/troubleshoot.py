@@ -221,14 +221,16 @@ def explain_error(err: BaseException | str) -> Diagnosis | None:
     return errors.diagnosis_of(err)
 
 
-def cuda_assert_in_subprocess(blocking: bool = True, timeout: float = 120.0) -> str:
+def cuda_assert_in_subprocess(blocking: bool = True, timeout: float = 120.0,
+                              device: str | torch.device | None = None) -> str:
     """Trigger a real device-side assert on CUDA in a child process; return what it printed.
 
     The child sets ``CUDA_LAUNCH_BLOCKING`` before CUDA starts (too late
     once it has), makes the out-of-range-label mistake, then tries one more
     CUDA call to show the context stays broken. Run in a child because the
     assert breaks the CUDA context of its process until it exits. Raises
-    RuntimeError on a machine without CUDA.
+    RuntimeError on a machine without CUDA. ``device`` is the GPU the child
+    uses (``cuda:1``); by default ``cuda``, the child's first GPU.
     """
     if not torch.cuda.is_available():
         raise RuntimeError(_("cuda_assert_in_subprocess needs a CUDA GPU; this machine has none"))
@@ -237,10 +239,11 @@ def cuda_assert_in_subprocess(blocking: bool = True, timeout: float = 120.0) -> 
         "lazy": _("loss computed lazily; reading it:"), "first": _("FIRST ERROR:"),
         "worked": _("AFTERWARDS: a new CUDA call worked"), "broken": _("AFTERWARDS, a fresh torch.ones on CUDA:"),
     }.items()}
+    gpu = repr(str(torch.device(device if device is not None else "cuda")))
     code = (
         "import torch\n"
-        "logits = torch.randn(4, 10, device='cuda')\n"
-        "labels = torch.tensor([1, 2, 10, 3], device='cuda')\n"
+        f"logits = torch.randn(4, 10, device={gpu})\n"
+        f"labels = torch.tensor([1, 2, 10, 3], device={gpu})\n"
         "try:\n"
         "    loss = torch.nn.functional.cross_entropy(logits, labels)\n"
         f"    print({said['lazy']}, flush=True)\n"
@@ -248,8 +251,8 @@ def cuda_assert_in_subprocess(blocking: bool = True, timeout: float = 120.0) -> 
         "except RuntimeError as err:\n"
         f"    print({said['first']}, err, flush=True)\n"
         "try:\n"
-        "    torch.ones(1, device='cuda') + 1\n"
-        "    torch.cuda.synchronize()\n"
+        f"    torch.ones(1, device={gpu}) + 1\n"
+        f"    torch.cuda.synchronize({gpu})\n"
         f"    print({said['worked']})\n"
         "except RuntimeError as err:\n"
         f"    print({said['broken']}, str(err).splitlines()[0])\n"

@@ -38,6 +38,13 @@ What it fakes, and why each piece is needed (checked on torch 2.11.0+cu130 witho
 * ``pin_memory``: the fake mode has no pinned memory ("NYI: aten._pin_memory"); pinning returns a copy that
   ``is_pinned()`` then reports as pinned.
 
+What it records: the GPU each stream, event and synchronisation acts on (:class:`DeviceCall`): every
+``torch.cuda.Stream(...)`` made, ``Event.record(stream)``, ``torch.cuda.synchronize(dev)``,
+``torch.cuda.current_stream(dev)``, ``torch.cuda.stream(s)``, resolved as CUDA resolves them (the device
+named, else the *current* GPU ``set_device`` chose). Tensors on ``cuda:1`` beside a stream on GPU 0 raise
+nothing on a real GPU either (the copy just runs on another queue, the events time an idle GPU), so
+:func:`off_device` reads the record instead (review 2, finding 6).
+
 What stops on purpose (:func:`stop_reason` calls it a stop, not a failure): a stub that refuses
 (:class:`NeedsRealGPU`), a value only a real run has (``tolist``, ``numpy``, ``torch.save``), anything that
 still reaches the CUDA driver (the CUDA profiler, NVML), child processes (DataLoader workers, ``subprocess``),
@@ -54,6 +61,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import linecache
 import multiprocessing.process
 import os
 import signal
@@ -65,7 +73,8 @@ import types
 import warnings
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -77,8 +86,9 @@ from cell_runner import torch_settings as _torch_settings
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["GPU", "H100", "T4", "CellRun", "ChildProcessRefused", "FakeAllocator", "NeedsRealGPU", "alone_in_a_group", "cuda_build",
-           "fake_cuda_machine", "is_mismatch", "launch_each_rank_alone", "run_cells", "stand_ins", "stop_reason"]
+__all__ = ["GPU", "H100", "T4", "CellRun", "ChildProcessRefused", "DeviceCall", "FakeAllocator", "NeedsRealGPU",
+           "alone_in_a_group", "cuda_build", "fake_cuda_machine", "is_mismatch", "launch_each_rank_alone", "off_device",
+           "run_cells", "stand_ins", "stop_reason"]
 
 MIB, GIB = 2**20, 2**30
 
@@ -180,6 +190,115 @@ def stop_reason(err: BaseException) -> str:
     return f"other: {first}"
 
 
+# --------------------------------------------------------------------------- which GPU each stream call acts on
+
+#: The one call whose missing device fails by itself: a stream made for the chosen GPU must say so.
+STREAM = "torch.cuda.Stream()"
+
+_HERE = Path(__file__).resolve()
+_ROOT = _HERE.parents[1]
+_TORCH = Path(torch.__file__).resolve().parent
+#: Frames of the fake machine itself and of what wraps a call (a context manager, a patch): never the caller.
+_PLUMBING = {str(_HERE), contextlib.__file__, functools.__file__}
+
+
+@dataclass(frozen=True)
+class DeviceCall:
+    """One stream, event or synchronisation on the fake machine, and the GPU it acts on.
+
+    ``call`` says what it was ("torch.cuda.Stream()", "Event.record()", "torch.cuda.synchronize(device)");
+    ``explicit`` whether it named its device (a device argument, or a stream whose device it takes); ``site``
+    the innermost line outside torch that led to it ("helpers/dataloader.py:609", "<cell 12>:3") and ``code``
+    that line's text, ``by_torch`` whether torch itself made the call below that line; ``cell`` the notebook
+    cell's line ("<cell 12>", 3), if a cell led to it; ``rank`` the ``LOCAL_RANK`` of a rank run alone
+    (:func:`alone_in_a_group`), whose own GPU it should act on.
+    """
+
+    call: str
+    index: int
+    explicit: bool
+    site: str
+    code: str = ""
+    by_torch: bool = False
+    cell: tuple[str, int] | None = None
+    rank: int | None = None
+
+    def where(self) -> str:
+        """"cell 12, line 3: `code`", or "cell 12, line 3, in helpers/x.py:40: `code`" (a cell's call to a helper)."""
+        if self.cell is None:
+            where = self.site
+        else:
+            where = f"{self.cell[0][1:-1]}, line {self.cell[1]}"
+            if self.site != f"{self.cell[0]}:{self.cell[1]}":
+                where += f", in {self.site}"
+        return where + (f": `{self.code}`" if self.code else "") + (" (a call torch makes there)" if self.by_torch else "")
+
+
+def _site(frame: Any) -> tuple[str, str]:
+    name, line = frame.f_code.co_filename, frame.f_lineno
+    try:
+        shown = str(Path(name).resolve().relative_to(_ROOT)) if not name.startswith("<") else name
+    except ValueError:
+        shown = name
+    return f"{shown}:{line}", linecache.getline(name, line).strip()
+
+
+def _record_call(call: str, index: int, explicit: bool) -> None:
+    """Record ``call`` on the machine now running (if any), with the lines of code that made it."""
+    if not _MACHINE:
+        return
+    machine = _MACHINE[0]
+    frame, caller, site, cell = sys._getframe(1), None, None, None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name not in _PLUMBING and "unittest/mock" not in name:
+            caller = caller or frame
+            if site is None and not name.startswith(str(_TORCH)):
+                site = frame
+            if name.startswith("<cell "):
+                cell = (name, frame.f_lineno)
+                break
+        frame = frame.f_back
+    by_torch = caller is not None and caller.f_code.co_filename.startswith(str(_TORCH))
+    where, code = _site(site) if site else ("?", "")
+    machine.device_calls.append(DeviceCall(call, index, explicit, where, code, by_torch, cell, machine.rank))
+
+
+def off_device(calls: list[DeviceCall], chosen: Any) -> list[tuple[DeviceCall, str]]:
+    """Each of ``calls`` that breaks the rule, with why: it acts on another GPU than ``chosen`` (a rank's: its
+    ``LOCAL_RANK``'s), or it is a ``torch.cuda.Stream()`` of the course's own code that names no device.
+
+    Why the second: with :func:`helpers.device.pick_device`'s ``set_device`` a device-less stream is right, but a
+    learner who copies the cell into a script without it gets GPU 0's stream: the course always names the device.
+    """
+    chosen = torch.device(chosen)
+    bad, seen = [], set()
+    for c in calls:
+        expected = c.rank if c.rank is not None else chosen.index
+        whys = []
+        if expected is not None and c.index != expected:
+            whys.append(f"{c.call} acts on cuda:{c.index}, not on the chosen cuda:{expected}")
+        if c.call == STREAM and not c.explicit and not c.by_torch:
+            whys.append(f"{c.call} names no device (without pick_device's set_device it is GPU 0's): write "
+                        "torch.cuda.Stream(device)")
+        for why in whys:
+            if (c.site, c.cell, why) not in seen:
+                seen.add((c.site, c.cell, why))
+                bad.append((c, why))
+    return bad
+
+
+def _index_of(device: Any) -> tuple[int, bool]:
+    """The GPU ``device`` names on the running machine (the current one for None or "cuda"), and whether it named one."""
+    machine = _MACHINE[0] if _MACHINE else None
+    if device is None:
+        return (machine.current if machine else 0), False
+    if isinstance(device, int):
+        return device, True
+    index = torch.device(device).index
+    return (index if index is not None else machine.current if machine else 0), True
+
+
 # --------------------------------------------------------------------------- the machine
 
 
@@ -197,6 +316,10 @@ class FakeEvent:
         self.enable_timing, self.at = enable_timing, None
 
     def record(self, stream: Any = None) -> None:
+        if stream is None:
+            _record_call("Event.record()", *_index_of(None))
+        else:
+            _record_call("Event.record(stream)", stream.device.index, True)
         self.at = _Clock.now()
 
     def wait(self, stream: Any = None) -> None:
@@ -223,6 +346,14 @@ class FakeStream:
         index = torch.device(device).index if isinstance(device, (str, torch.device)) else device
         self.device = torch.device("cuda", index if index is not None else torch.cuda.current_device())
         self.priority = priority
+        _record_call(STREAM if device is None else "torch.cuda.Stream(device)", self.device.index, device is not None)
+
+    @classmethod
+    def of(cls, index: int) -> "FakeStream":
+        """The stream ``current_stream``/``default_stream`` hand out: not a stream the program made."""
+        stream = cls.__new__(cls)
+        stream.device, stream.priority = torch.device("cuda", index), 0
+        return stream
 
     def wait_stream(self, stream: Any) -> None:
         pass
@@ -242,6 +373,7 @@ class FakeStream:
         pass
 
     def __enter__(self) -> "FakeStream":
+        _record_call("with stream:", self.device.index, True)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -310,6 +442,10 @@ class FakeCudaMachine:
     count: int = 1
     current: int = 0
     allocator: FakeAllocator | None = None
+    #: every stream, event and synchronisation so far, with the GPU it acts on (:func:`off_device` reads them)
+    device_calls: list[DeviceCall] = field(default_factory=list)
+    #: the LOCAL_RANK of the rank now running alone (:func:`alone_in_a_group`), None outside one
+    rank: int | None = None
 
     def __post_init__(self) -> None:
         self.allocator = FakeAllocator(self.count, self.gpu.total_memory)
@@ -380,14 +516,38 @@ class FakeCudaMachine:
         self.allocator.reserved = list(self.allocator.live)
 
     def synchronize(self, device: Any = None) -> None:
-        if device is not None:
-            self.index(device)
+        self._synchronize("torch.cuda.synchronize", device)
+
+    def accelerator_synchronize(self, device: Any = None) -> None:
+        self._synchronize("torch.accelerator.synchronize", device)
+
+    def _synchronize(self, name: str, device: Any) -> None:
+        index = self.index(device)
+        _record_call(f"{name}()" if device is None else f"{name}(device)", index, device is not None)
 
     def bf16_supported(self, including_emulation: bool = True) -> bool:
         return self.gpu.major >= 8 or including_emulation
 
     def current_stream(self, device: Any = None) -> FakeStream:
-        return FakeStream(self.index(device))
+        return self._stream_of("torch.cuda.current_stream", device)
+
+    def default_stream(self, device: Any = None) -> FakeStream:
+        return self._stream_of("torch.cuda.default_stream", device)
+
+    def _stream_of(self, name: str, device: Any) -> FakeStream:
+        index = self.index(device)
+        _record_call(f"{name}()" if device is None else f"{name}(device)", index, device is not None)
+        return FakeStream.of(index)
+
+    def stream(self, stream: Any = None) -> contextlib.AbstractContextManager:
+        """``torch.cuda.stream(s)``: work queued inside goes to ``s``, on ``s``'s GPU (None: nothing changes)."""
+        if stream is not None:
+            _record_call("torch.cuda.stream(s)", stream.device.index, True)
+        return contextlib.nullcontext(stream)
+
+    def set_stream(self, stream: Any) -> None:
+        if stream is not None:
+            _record_call("torch.cuda.set_stream(s)", stream.device.index, True)
 
     def accelerator(self, check_available: bool = False) -> torch.device:
         return torch.device("cuda")
@@ -421,9 +581,9 @@ class FakeCudaMachine:
             (cuda, "Event", FakeEvent),
             (cuda, "Stream", FakeStream),
             (cuda, "current_stream", self.current_stream),
-            (cuda, "default_stream", self.current_stream),
-            (cuda, "stream", lambda stream=None: contextlib.nullcontext(stream)),
-            (cuda, "set_stream", _nothing),
+            (cuda, "default_stream", self.default_stream),
+            (cuda, "stream", self.stream),
+            (cuda, "set_stream", self.set_stream),
             (cuda, "is_current_stream_capturing", lambda: False),
             (cuda, "empty_cache", self.empty_cache),
             (cuda, "ipc_collect", _nothing),
@@ -452,7 +612,7 @@ class FakeCudaMachine:
                 (acc, "current_device_idx", lambda: self.current),
                 (acc, "set_device_index", self.set_device),
                 (acc, "set_device_idx", self.set_device),
-                (acc, "synchronize", self.synchronize),
+                (acc, "synchronize", self.accelerator_synchronize),
             ]
         return changes
 
@@ -835,6 +995,10 @@ def alone_in_a_group(rank: int, world_size: int, local_world_size: int | None = 
 
     import torch.nn.parallel.distributed as ddp_module
 
+    machine = _MACHINE[0] if _MACHINE else None
+    current = machine.current if machine else None
+    if machine:  # a rank is a process of its own: its set_device is not its launcher's
+        machine.rank = rank % local
     try:
         with patched([(dist, "init_process_group", init_process_group),
                       (ddp_module, "_verify_param_shape_across_processes", _nothing),
@@ -845,6 +1009,8 @@ def alone_in_a_group(rank: int, world_size: int, local_world_size: int | None = 
                       (dist, "init_device_mesh", init_device_mesh)]):
             yield
     finally:
+        if machine:
+            machine.current, machine.rank = current, None
         if dist.is_initialized():
             dist.destroy_process_group()
         for k, v in before.items():
@@ -897,6 +1063,9 @@ class CellRun:
     status: str  #: "ran", "stopped" (as far as the CPU allows), "skipped" (not run, and why), "mismatch"
     reason: str = ""
     error: BaseException | None = None
+    cell_id: str = ""  #: the notebook cell's id
+    #: the streams, events and synchronisations the cell made, with the GPU each acts on (:func:`off_device`)
+    device_calls: list[DeviceCall] = field(default_factory=list)
 
 
 def _skip_reason(cell: Any) -> str | None:
@@ -962,7 +1131,8 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
     failure, for the caller to report. A cell gets ``cpu_seconds`` of CPU and ``wall_seconds`` in all, under
     :func:`stand_ins`. Grade cells and cells with IPython magics are skipped (:func:`_skip_reason`). What a
     cell prints is kept out of the test's output; torch's settings, the environment and the working
-    directory are put back afterwards.
+    directory are put back afterwards. Each :class:`CellRun` keeps the streams, events and synchronisations
+    its cell made (``device_calls``: :func:`off_device` judges them).
     Returns each cell's :class:`CellRun` and the namespace.
     """
     import matplotlib.pyplot as plt
@@ -991,12 +1161,13 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
             old_hook(hook_args)
 
     sys.unraisablehook = unraisable
+    names: list[str] = []  # the cells' names in linecache, so that tracebacks and DeviceCall show their lines
     try:
         if workdir is not None:
             os.chdir(workdir)
         # only __main__ is swapped (mock.patch.dict would also drop every module the cells import, on exit)
         sys.modules["__main__"] = main
-        with fake_cuda_machine(gpu, count), stand_ins(), warnings.catch_warnings():
+        with fake_cuda_machine(gpu, count) as machine, stand_ins(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for index, cell in enumerate(cells):
                 if cell.get("cell_type") != "code" or not cell["source"].strip():
@@ -1006,6 +1177,10 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                     runs.append(CellRun(index, "skipped", skip))
                     continue
                 out = io.StringIO()
+                name, before = f"<cell {index}>", len(runs)
+                linecache.cache[name] = (len(cell["source"]), None, cell["source"].splitlines(True), name)
+                names.append(name)
+                machine.device_calls.clear()
                 try:
                     # repeating: a limit that fires inside a finalizer is swallowed there (unraisable), so it fires again
                     armed[0] = limits
@@ -1013,7 +1188,7 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                         signal.setitimer(signal.ITIMER_PROF, cpu_seconds, 0.25)
                         signal.setitimer(signal.ITIMER_REAL, wall_seconds, 0.25)
                     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                        exec(compile(cell["source"], f"<cell {index}>", "exec"), namespace)
+                        exec(compile(cell["source"], name, "exec"), namespace)
                     runs.append(CellRun(index, "ran"))
                 except CellTimedOut as err:
                     runs.append(CellRun(index, "stopped", str(err), err))
@@ -1023,12 +1198,16 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                     else:
                         runs.append(CellRun(index, "stopped", stop_reason(err), err))
                 finally:
+                    if len(runs) > before:
+                        runs[-1].cell_id, runs[-1].device_calls = cell.get("id", ""), list(machine.device_calls)
                     armed[0] = False
                     if limits:
                         signal.setitimer(signal.ITIMER_PROF, 0)
                         signal.setitimer(signal.ITIMER_REAL, 0)
                     plt.close("all")
     finally:
+        for name in names:
+            linecache.cache.pop(name, None)
         sys.modules["__main__"] = old_main
         sys.unraisablehook = old_hook
         if limits:

@@ -34,6 +34,49 @@ def test_explicit_request_beats_environment_variable(monkeypatch):
         assert dev.pick_device("cpu") == torch.device("cpu")
 
 
+@pytest.mark.parametrize("requested, env, current", [
+    (None, "cuda:1", 1),  # README's COURSE_DEVICE=cuda:1
+    ("cuda:1", None, 1),
+    (torch.device("cuda", 1), "cuda:0", 1),
+    (None, None, 0),  # the best GPU is the current one: it stays current
+])
+def test_a_chosen_gpu_becomes_the_current_one(monkeypatch, requested, env, current):
+    """Finding 6: without set_device, torch.cuda.Stream(), Event.record() and synchronize() act on GPU 0."""
+    from helpers.checks import record_calls
+
+    if env is None:
+        monkeypatch.delenv(dev.DEVICE_ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(dev.DEVICE_ENV_VAR, env)
+    with fake_machine(cuda=2), record_calls({"set_device": (torch.cuda, "set_device")}) as log:
+        assert dev.pick_device(requested) == torch.device("cuda", current)
+        assert torch.cuda.current_device() == current
+        assert dev.accelerator() == torch.device("cuda", current)
+    assert log.events == ["set_device"]
+
+
+@pytest.mark.parametrize("requested, machine", [("cpu", {"cuda": 2}), ("cuda", {"cuda": 2}), (None, {}),
+                                                ("mps", {"mps": True})])
+def test_no_gpu_index_changes_no_current_gpu(monkeypatch, requested, machine):
+    """The CPU, MPS, and a bare "cuda" (which already means the current GPU) leave the current GPU alone."""
+    from helpers.checks import record_calls
+
+    monkeypatch.delenv(dev.DEVICE_ENV_VAR, raising=False)
+    with fake_machine(**machine), record_calls({"set_device": (torch.cuda, "set_device")}) as log:
+        dev.pick_device(requested)
+    assert log.events == []
+
+
+def test_a_missing_gpu_changes_no_current_gpu(monkeypatch):
+    from helpers.checks import record_calls
+
+    monkeypatch.setenv(dev.DEVICE_ENV_VAR, "cuda:2")
+    with fake_machine(cuda=2), record_calls({"set_device": (torch.cuda, "set_device")}) as log, \
+            pytest.raises(dev.DeviceUnavailableError):
+        dev.pick_device()
+    assert log.events == []
+
+
 def test_environment_variable_forces_cpu_on_a_gpu_machine(monkeypatch):
     monkeypatch.setenv(dev.DEVICE_ENV_VAR, "cpu")
     with fake_machine(cuda=1):

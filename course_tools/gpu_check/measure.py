@@ -196,7 +196,7 @@ def measure_07(device: torch.device) -> Measured:
         return {}, {"device_assert_message": f"a device-side assert needs CUDA; ran on {device}"}
     from helpers.troubleshoot import cuda_assert_in_subprocess
 
-    return {"device_assert_message": cuda_assert_in_subprocess(blocking=True)}, {}
+    return {"device_assert_message": cuda_assert_in_subprocess(blocking=True, device=device)}, {}
 
 
 def _solution_source(chapter: str, grade_id: str) -> str:
@@ -426,7 +426,9 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3) or argv[0] not in MEASURES:
         print(f"usage: python -m course_tools.gpu_check.measure {{{','.join(MEASURES)}}} OUT.json [DEVICE]", file=sys.stderr)
         return 2
-    device = torch.device(argv[2] if len(argv) == 3 else "cuda")
+    from helpers.device import pick_device
+
+    device = pick_device(argv[2] if len(argv) == 3 else "cuda")  # a GPU named by index becomes the current one
     small = REHEARSAL.get(argv[0], {}) if device.type == "cpu" else {}
     figures, skipped = MEASURES[argv[0]](device, **small)
     Path(argv[1]).write_text(json.dumps({"figures": figures, "skipped": skipped}, indent=1))

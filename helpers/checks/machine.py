@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -54,6 +54,8 @@ class FakeMachine:
     mps: bool = False
     built_for: str | None = None
     gpu_memory: int = 80 * 2**30
+    #: the GPU ``torch.cuda.set_device`` chose last while the machine is active (0 on each activation)
+    current: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
 
     @property
     def build(self) -> str | None:
@@ -73,7 +75,18 @@ class FakeMachine:
     def _current_index(self) -> int:
         if self.accelerator is None:
             raise RuntimeError(NO_ACCELERATOR)
-        return 0
+        return self.current[0]
+
+    def _set_device(self, device: Any) -> None:
+        """``torch.cuda.set_device``: an index the machine lacks fails with CUDA's words."""
+        index = device if isinstance(device, int) else torch.device(device).index
+        if index is None:
+            raise ValueError(f"Expected a cuda device with a specified index or an integer, but got: {device}")
+        if index < 0:  # torch.cuda.set_device(-1) does nothing
+            return
+        if index >= self.cuda:
+            raise RuntimeError("CUDA error: invalid device ordinal")
+        self.current[0] = index
 
     def _current_accelerator(self, check_available: bool = False) -> torch.device | None:
         return self.accelerator if check_available else self._built_device()
@@ -95,7 +108,8 @@ class FakeMachine:
         changes: list[Change] = [
             (torch.cuda, "is_available", _returns(cuda > 0)),
             (torch.cuda, "device_count", _returns(cuda)),
-            (torch.cuda, "current_device", _returns(0) if cuda else no_cuda),
+            (torch.cuda, "current_device", self._current_index if cuda else no_cuda),
+            (torch.cuda, "set_device", self._set_device if cuda else no_cuda),
             (torch.cuda, "is_initialized", _returns(cuda > 0)),
             (torch.cuda, "get_device_name", self._device_name if cuda else no_cuda),
             (torch.cuda, "get_device_properties", self._properties if cuda else no_cuda),
@@ -122,6 +136,7 @@ class FakeMachine:
     @contextlib.contextmanager
     def active(self, extra: Iterable[Change] = (), namespaces: Iterable[dict] = ()) -> Iterator["FakeMachine"]:
         """Make torch describe this machine while the block runs; ``extra`` changes ride along."""
+        self.current[0] = 0
         with patched([*self.changes(), *extra], namespaces):
             yield self
 
