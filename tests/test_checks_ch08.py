@@ -129,6 +129,20 @@ def isnan_each_step(model, optimizer, batches):
     return torch.stack(losses).tolist(), correct.item() / seen
 
 
+def _keeping_each_step(model, optimizer, batches, keep):
+    """The quiet loop, except that each step keeps ``keep(loss, x)``: a wrong answer differs in that one line."""
+    losses, correct, seen = [], 0, 0
+    for x, y in batches:
+        logits, loss = _step(model, optimizer, x, y)
+        losses.append(keep(loss, x))
+        correct += (logits.argmax(1) == y).sum()
+        seen += len(y)
+    losses = torch.stack(losses)
+    if torch.isnan(losses).any():
+        raise FloatingPointError("NaN loss")
+    return losses.tolist(), correct.item() / seen
+
+
 def cpu_each_step(model, optimizer, batches):
     losses, correct, seen = [], 0, 0
     for x, y in batches:
@@ -143,16 +157,27 @@ def cpu_each_step(model, optimizer, batches):
 
 
 def to_cpu_each_step(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach().to("cpu"))
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
-    losses = torch.stack(losses)
-    if torch.isnan(losses).any():
-        raise FloatingPointError("NaN loss")
-    return losses.tolist(), correct.item() / seen
+    return _keeping_each_step(model, optimizer, batches, lambda loss, x: loss.detach().to("cpu"))
+
+
+def tensor_on_device_each_step(model, optimizer, batches):
+    return _keeping_each_step(model, optimizer, batches,
+                              lambda loss, x: loss.detach() * torch.tensor(1.0, device=x.device))
+
+
+def _wait_for(where):
+    from helpers import device as dev
+
+    dev.synchronize(where)  # the course's own synchronize, one call away from the loop: counted where it runs
+
+
+def _waiting(loss, x):
+    _wait_for(x.device)
+    return loss.detach()
+
+
+def course_synchronize_each_step(model, optimizer, batches):
+    return _keeping_each_step(model, optimizer, batches, _waiting)
 
 
 def host_buffer_each_step(model, optimizer, batches):
@@ -162,39 +187,6 @@ def host_buffer_each_step(model, optimizer, batches):
         losses[i] = loss.detach()
         correct += (logits.argmax(1) == y).sum()
         seen += len(y)
-    if torch.isnan(losses).any():
-        raise FloatingPointError("NaN loss")
-    return losses.tolist(), correct.item() / seen
-
-
-def tensor_on_device_each_step(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        losses.append(loss.detach() * torch.tensor(1.0, device=x.device))
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
-    losses = torch.stack(losses)
-    if torch.isnan(losses).any():
-        raise FloatingPointError("NaN loss")
-    return losses.tolist(), correct.item() / seen
-
-
-def _wait_for(where):
-    from helpers import device as dev
-
-    dev.synchronize(where)  # the course's own synchronize, one call away from the loop: counted where it runs
-
-
-def course_synchronize_each_step(model, optimizer, batches):
-    losses, correct, seen = [], 0, 0
-    for x, y in batches:
-        logits, loss = _step(model, optimizer, x, y)
-        _wait_for(x.device)
-        losses.append(loss.detach())
-        correct += (logits.argmax(1) == y).sum()
-        seen += len(y)
-    losses = torch.stack(losses)
     if torch.isnan(losses).any():
         raise FloatingPointError("NaN loss")
     return losses.tolist(), correct.item() / seen
