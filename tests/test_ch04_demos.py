@@ -52,7 +52,7 @@ class _FakeGpu:
 
         self.Event = Event
 
-    def Stream(self):  # noqa: N802 - torch.cuda.Stream's name
+    def Stream(self, device=None):  # noqa: N802 - torch.cuda.Stream's name; the cell names its device
         gpu = self
 
         class Stream:
@@ -75,11 +75,11 @@ class _FakeGpu:
     def is_available(self):
         return True
 
-    def synchronize(self):
+    def synchronize(self, device=None):
         t = max(self.default.clock, self.current.clock)
         self.default.clock = self.current.clock = t
 
-    def current_stream(self):
+    def current_stream(self, device=None):
         return self.current
 
     @contextlib.contextmanager
