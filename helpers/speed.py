@@ -575,7 +575,7 @@ def size_for_balance(seconds_per_step: Callable[[int], float], sizes: Sequence[i
 
     Returns ``(size, host_s, step_s)``. Why: a host sync in every step forbids the overlap of the host's work
     (Python, launches, preparing the next batch) and the device's, so it costs about min(host time, device time)
-    a step, plus a round trip of some 10-30 µs: it shows best where the two are about equal. A demo sized for a
+    a step, plus one round trip between host and GPU: it shows best where the two are about equal. A demo sized for a
     laptop is launch-bound on a GPU (device time far below host time), where a sync costs little more than the
     round trip. ``seconds_per_step(size)`` must time a loop with **no** sync in its steps, which takes about
     max(host, device) a step: at ``sizes[0]`` the device's share is taken as negligible, so that time is the

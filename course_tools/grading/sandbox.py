@@ -188,7 +188,8 @@ def helpers_in_sandbox(course_root: Path) -> str:
     import tempfile
 
     try:
-        mine = str(_package_dirs()[0]) if _package_dirs() else "none"
+        found = _package_dirs()
+        mine = str(found[0]) if found else "none"
         with tempfile.TemporaryDirectory(prefix="grading-probe-") as scratch:
             cmd = bwrap_command([sys.executable, "-c", _PROBE], Path(scratch), Path(course_root), {})
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
