@@ -12,6 +12,7 @@ the chapter's exercises lives in ``helpers/checks/ch05.py``.
 
 from __future__ import annotations
 
+import sys
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -287,6 +288,7 @@ def scaled_step(
     ``scaler.update`` adjusts the scale. Clipping must see true gradients, so
     it comes after ``scaler.unscale_``.
     """
+    sys.audit("course.version", "helpers.amp:scaled_step")  # the grader: no exercise passes by calling this
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast(device_type, dtype=dtype):
         loss = loss_fn(model(x), y)

@@ -38,6 +38,7 @@ simulated device with a virtual clock, lives in :mod:`helpers.checks.ch01`.)
 
 from __future__ import annotations
 
+import sys
 import dataclasses
 import logging
 import math
@@ -276,6 +277,7 @@ def sync_timer(device: str | torch.device | None = None) -> Callable[[], float]:
     ``COURSE_DEVICE``, then the best this machine has). On the CPU the clock is
     the plain ``timeit.default_timer``: work is finished when a call returns.
     """
+    sys.audit("course.version", "helpers.benchmark:sync_timer")  # the grader: no exercise passes by calling this
     dev = pick_device(device)
     if dev.type == "cpu":
         return timeit.default_timer
@@ -315,6 +317,7 @@ def time_callable(
     ``nbytes`` (work in ONE call) give ``flops_per_s`` and ``bytes_per_s``.
     Warns with :class:`NoisyTimingWarning` when the result is :attr:`Timing.noisy`.
     """
+    sys.audit("course.version", "helpers.benchmark:time_callable")  # the grader: no exercise passes by calling this
     dev = pick_device(device)
     threads = int(num_threads) if num_threads is not None else torch.get_num_threads()
     _warm_up(fn, dev, warmup, threads)
@@ -692,6 +695,7 @@ def sweep(
     default (a sweep's small sizes are often noisy); each row's ``iqr`` keeps
     the spread.
     """
+    sys.audit("course.version", "helpers.benchmark:sweep")  # the grader: no exercise passes by calling this
     from tqdm.auto import tqdm
 
     devices = [torch.device(d) for d in (devices if devices is not None else available_devices())]
@@ -747,6 +751,7 @@ def crossover(sizes: Sequence[int], speedups: Sequence[float | Verdict | None]) 
     the noise on this machine ends the run like a loss, and no crossover is
     claimed that one noisy reading made.
     """
+    sys.audit("course.version", "helpers.benchmark:crossover")  # the grader: no exercise passes by calling this
     found = None
     for n, s in reversed(list(zip(sizes, speedups))):
         wins = s.faster is s.a if isinstance(s, Verdict) else s is not None and s > 1

@@ -34,6 +34,7 @@ spawned worker imports this module, and should not pay for matplotlib and
 
 from __future__ import annotations
 
+import sys
 import dataclasses
 import time
 import timeit
@@ -229,6 +230,7 @@ def seed_worker(worker_id: int) -> None:
     worker and per epoch, and reproducible from the loader's ``generator``.
     Top-level (importable), so it also works under the spawn start method.
     """
+    sys.audit("course.version", "helpers.dataloader:seed_worker")  # the grader: no exercise passes by calling this
     info = get_worker_info()
     if info is not None and hasattr(info.dataset, "rng"):
         info.dataset.rng = np.random.default_rng(info.seed)
@@ -244,6 +246,7 @@ def make_loader(dataset: Dataset, device: str | torch.device, batch_size: int = 
     and ``prefetch_factor`` (batches each worker prepares ahead); without
     workers both must stay unset, or DataLoader raises ValueError.
     """
+    sys.audit("course.version", "helpers.dataloader:make_loader")  # the grader: no exercise passes by calling this
     workers = int(num_workers)
     if workers < 0:
         raise ValueError(_("num_workers must be >= 0, got {num_workers}").format(num_workers=num_workers))

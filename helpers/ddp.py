@@ -678,6 +678,7 @@ def train(rank: int, world_size: int, x: torch.Tensor, y: torch.Tensor, checkpoi
     timed with :func:`helpers.benchmark.sync_timer`. ``backend`` and ``device``
     say what this rank really used (:func:`placement_of` joins the ranks').
     """
+    sys.audit("course.version", "helpers.ddp:train")  # the grader: no exercise passes by calling this
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader, DistributedSampler, TensorDataset

@@ -8,6 +8,7 @@ Chapter 02 (devices) teaches it.
 
 from __future__ import annotations
 
+import sys
 import dataclasses
 import os
 from collections.abc import Mapping
@@ -55,6 +56,7 @@ def _mps_ok() -> bool:
 
 def available_devices() -> list[torch.device]:
     """Every device this machine offers, accelerators first, the CPU last."""
+    sys.audit("course.version", "helpers.device:available_devices")  # the grader: no exercise passes by calling this
     devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())] if _cuda_ok() else []
     if _mps_ok():
         devices.append(torch.device("mps"))
@@ -64,6 +66,7 @@ def available_devices() -> list[torch.device]:
 
 def accelerator() -> torch.device | None:
     """The preferred accelerator (CUDA, then MPS), or None on a CPU-only machine."""
+    sys.audit("course.version", "helpers.device:accelerator")  # the grader: no exercise passes by calling this
     if _cuda_ok():
         return torch.device("cuda", torch.cuda.current_device())
     if _mps_ok():
@@ -121,6 +124,7 @@ def pick_device(requested: str | torch.device | None = None) -> torch.device:
     (``torch.cuda.Stream(device)``), so a cell copied into a script without
     this call stays right.
     """
+    sys.audit("course.version", "helpers.device:pick_device")  # the grader: no exercise passes by calling this
     source = requested if requested is not None else os.environ.get(DEVICE_ENV_VAR) or None
     if source is None:
         return _make_current(accelerator() or torch.device("cpu"))
@@ -170,6 +174,7 @@ def to_device(batch: Any, device: str | torch.device, non_blocking: bool | None 
     (from CUDA or MPS) makes it asynchronous too: call :func:`synchronize`
     before reading the result.
     """
+    sys.audit("course.version", "helpers.device:to_device")  # the grader: no exercise passes by calling this
     device = torch.device(device)
 
     def move(obj: Any) -> Any:

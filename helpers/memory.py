@@ -23,6 +23,7 @@ Three things live here:
 
 from __future__ import annotations
 
+import sys
 import contextlib
 import dataclasses
 import gc
@@ -688,6 +689,7 @@ def estimate_anatomy(model: nn.Module, dtype: torch.dtype | None = None, optimiz
     ``example_input`` is given: the tensors autograd saves for backward
     during one forward pass (counted once per storage).
     """
+    sys.audit("course.version", "helpers.memory:estimate_anatomy")  # the grader: no exercise passes by calling this
     params = _unique_params(model)
     size = lambda p: p.numel() * (dtype.itemsize if dtype is not None else p.element_size())  # noqa: E731
     trainable = sum(size(p) for p in params if p.requires_grad)

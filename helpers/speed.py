@@ -45,6 +45,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # no public way to s
 
 from helpers.benchmark import BackgroundQueue, Timing
 from helpers.i18n import N_, _
+from helpers.record import Record
 
 __all__ = [
     "CompileTimings",
@@ -327,7 +328,7 @@ class _Places(TorchFunctionMode):
 class SyncCounter:
     """The host syncs made while it was active (use :func:`count_host_syncs`)."""
 
-    events: list[HostSync] = field(default_factory=list)
+    events: Record = field(default_factory=Record)  # the grader keeps a copy (helpers.record)
     _depth: int = 0
     _installed: dict[str, Callable[..., Any]] = field(default_factory=dict)
     _syncs: dict[tuple[Any, str], Callable[..., Any]] = field(default_factory=dict)
@@ -335,6 +336,10 @@ class SyncCounter:
     _places: Any = None
     _installed_in_torch: Any = None
     _still_watching: bool | None = None
+    _events: Any = None  # the record it was made with: one swapped in later is not the count
+
+    def __post_init__(self) -> None:
+        self._events = self.events
 
     def watching(self) -> bool:
         """Whether everything it counts with is still in place: its wrappers and its two modes.
@@ -354,8 +359,9 @@ class SyncCounter:
 
     @property
     def intact(self) -> bool:
-        """After the block: the counter was still watching when the block ended (see :meth:`watching`)."""
-        return bool(self._still_watching)
+        """After the block: the counter was still watching when the block ended (see :meth:`watching`), and its
+        events are the ones it recorded (none cleared or added by other code: :meth:`helpers.record.Record.intact`)."""
+        return bool(self._still_watching) and self.events is self._events and self.events.intact()
 
     def _on_host(self, t: torch.Tensor) -> bool:
         return self._places is not None and self._places.on_host(t)

@@ -218,6 +218,7 @@ def explain_error(err: BaseException | str) -> Diagnosis | None:
     ``torch.OutOfMemoryError`` is memory whatever it says. The rules, in
     order, are :data:`helpers.errors.RULES`.
     """
+    sys.audit("course.version", "helpers.troubleshoot:explain_error")  # the grader: no exercise passes by calling this
     return errors.diagnosis_of(err)
 
 
@@ -527,6 +528,7 @@ def region_totals(trace: str | Path | Mapping, names: list[str] | None = None) -
     ``record_function`` writes); ``names`` keeps only those, and one that
     never appears reports 0.
     """
+    sys.audit("course.version", "helpers.troubleshoot:region_totals")  # the grader: no exercise passes by calling this
     totals: dict[str, float] = {} if names is None else {n: 0.0 for n in names}
     for e in _trace_events(trace):
         if e.get("cat") != "user_annotation" or e.get("ph") != "X":
@@ -679,6 +681,7 @@ def region_device_times(trace: str | Path | Mapping, names: list[str] | None = N
 
 def slowest_region(trace: str | Path | Mapping, names: list[str] | None = None) -> str:
     """The region of :func:`region_totals` with the most time."""
+    sys.audit("course.version", "helpers.troubleshoot:slowest_region")  # the grader: no exercise passes by calling this
     totals = region_totals(trace, names)
     if not totals:
         raise ValueError(_("the trace has no record_function regions: wrap the step's parts in "
@@ -691,6 +694,7 @@ def profile_regions(regions: Mapping[str, Callable[[], Any]], trace_path: str | 
 
     Chapter 07's exercise asks you to write this yourself.
     """
+    sys.audit("course.version", "helpers.troubleshoot:profile_regions")  # the grader: no exercise passes by calling this
     from torch.profiler import ProfilerActivity, profile, record_function
 
     with native_stderr():

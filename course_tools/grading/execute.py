@@ -365,9 +365,10 @@ def _outputs(report: dict | None, worker: VerdictWorker, cap: int) -> list:
                                            "and the rest was graded"))
     elif result.get("tampered"):
         replaced = ", ".join(result["tampered"][:6]) + (" ..." if len(result["tampered"]) > 6 else "")
-        outputs.append(_error(TAMPERED, f"while this check ran, your code replaced part of the grader ({replaced}); "
-                                        "this check scores 0. A check judges what your functions return and do: "
-                                        "leave the course's checks, torch and Python's own modules as they are"))
+        outputs.append(_error(TAMPERED, f"while this check ran, your code replaced or reached into part of the grader "
+                                        f"({replaced}); this check scores 0. A check judges what your functions "
+                                        "return and do: leave the course's checks, their frames and records, torch "
+                                        "and Python's own modules as they are"))
     elif result.get("error"):
         err = result["error"]
         outputs.append(new_output("error", ename=err["ename"], evalue=err["evalue"][:cap],

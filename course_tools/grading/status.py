@@ -192,7 +192,7 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     tampered = list(ev.tampered)
     replaced = _cells_with(ev, TAMPERED)
     if replaced:
-        tampered.append(f"the learner's code replaced part of the grader while {replaced} ran (scored 0)")
+        tampered.append(f"the learner's code replaced or reached into part of the grader while {replaced} ran (scored 0)")
     if tampered:
         status = status or "tampered"
         notes.extend(tampered)

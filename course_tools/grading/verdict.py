@@ -46,8 +46,16 @@ import struct
 import sys
 import tempfile
 import traceback
+import types
+
+try:  # in the worker's program the boot ran referee.py's source first, into this same namespace
+    arm, read_reports, GRADE_CELL_FILE, REPORT_EVENT, WORKER_FILE  # noqa: B018
+except NameError:  # imported by the grader
+    from course_tools.grading.referee import GRADE_CELL_FILE, REPORT_EVENT, WORKER_FILE, arm, read_reports
 
 MARK = "course-verdict-worker"
+#: The folder holding the grader's helpers (argv of the worker): trusted code, for the referee.
+_HELPERS_ROOT: list = [None]
 
 #: Modules whose functions and classes checks use or stand in for; with every ``helpers`` module, the
 #: surface a learner's function may not replace (tests/cell_runner.py watches the same for leaks).
@@ -62,7 +70,9 @@ WATCHED_CLASSES = [("torch.amp", "GradScaler"), ("torch.optim", "Optimizer"), ("
 
 
 def _owners() -> dict[str, object]:
-    """Name -> module or class of the watched surface, as loaded now (helpers' modules included)."""
+    """Name -> module or class of the watched surface, as loaded now: the watched modules and classes, every
+    ``helpers`` module and the classes it defines (a counter's ``_record``), and torch's optimizers (a patched
+    ``SGD.step`` would stop the reference run training too)."""
     owners: dict[str, object] = {}
     for name in WATCHED_MODULES:
         if name in sys.modules:
@@ -70,10 +80,17 @@ def _owners() -> dict[str, object]:
     for name, module in list(sys.modules.items()):
         if name == "helpers" or name.startswith("helpers."):
             owners[name] = module
+            for attr, value in list(vars(module).items()):
+                if isinstance(value, type) and value.__module__ == name:
+                    owners[f"{name}.{attr}"] = value
     for module_name, cls_name in WATCHED_CLASSES:
         cls = getattr(sys.modules.get(module_name), cls_name, None)
         if cls is not None:
             owners[f"{module_name}.{cls_name}"] = cls
+    optim = sys.modules.get("torch.optim")
+    for attr, value in list(vars(optim).items()) if optim is not None else ():
+        if isinstance(value, type):
+            owners[f"torch.optim.{attr}"] = value
     return owners
 
 
@@ -86,28 +103,55 @@ def watched_attributes(owners: dict[str, object] | None = None) -> dict[tuple[st
         except TypeError:
             continue
         for attr, value in items:
+            if type(value) in (staticmethod, classmethod):  # type(): isinstance() reads __class__, which may warn
+                value = value.__func__
             if callable(value) and not (attr.startswith("__") and isinstance(owner, type(sys))):
                 found[(name, attr)] = value
     return found
+
+
+def what_it_is(value: object) -> tuple:
+    """What a function *is*, beyond its identity: its code, defaults and closure cells' contents (by identity).
+
+    A learner's ``check.__code__ = noop.__code__`` or ``fn.__closure__[0].cell_contents = x`` keeps the function
+    object and changes what it does; comparing this tuple finds it."""
+    if type(value) is not types.FunctionType:
+        return ()
+    code = value.__code__
+    cells = []
+    for cell in value.__closure__ or ():
+        try:
+            cells.append(id(cell.cell_contents))
+        except ValueError:  # an empty cell
+            cells.append(None)
+    defaults = value.__defaults__ or ()
+    kwdefaults = value.__kwdefaults__ or {}
+    return (id(code), tuple(map(id, defaults)), tuple(sorted((k, id(v)) for k, v in kwdefaults.items())), tuple(cells))
 
 
 class Guard:
     """A snapshot of the grader's surface; :meth:`changes` names what was replaced or removed since.
 
     Attributes are read again from the *same* module and class objects, and each module must still be the
-    one ``sys.modules`` holds, so a stand-in module or a patched function are both found. Values only
-    (flags such as ``torch.backends.cudnn.benchmark``) and attributes added later are a learner's right.
+    one ``sys.modules`` holds, so a stand-in module or a patched function are both found; so is a function
+    changed in place (:func:`what_it_is`). Values only (flags such as ``torch.backends.cudnn.benchmark``) and
+    attributes added later are a learner's right.
     """
 
     def __init__(self) -> None:
         self.owners = _owners()
         self.attributes = watched_attributes(self.owners)
+        self.shapes = {key: what_it_is(value) for key, value in self.attributes.items()}
         self.modules = {name: module for name, module in self.owners.items() if isinstance(module, type(sys))}
 
     def changes(self) -> list[str]:
         now = watched_attributes(self.owners)
-        found = [f"{owner}.{attr}" for (owner, attr), value in self.attributes.items()
-                 if now.get((owner, attr), Guard) is not value]
+        found = []
+        for (owner, attr), value in self.attributes.items():
+            if now.get((owner, attr), Guard) is not value:
+                found.append(f"{owner}.{attr}")
+            elif what_it_is(value) != self.shapes[(owner, attr)]:
+                found.append(f"{owner}.{attr} (changed in place)")
         found += [f"sys.modules[{name!r}]" for name, module in self.modules.items() if sys.modules.get(name) is not module]
         return found
 
@@ -137,11 +181,24 @@ def prepare() -> None:
     torch.set_float32_matmul_precision(torch.get_float32_matmul_precision())
     for found in pkgutil.iter_modules(helpers.checks.__path__):
         importlib.import_module(f"helpers.checks.{found.name}")
+    _hook_optimizers(torch)
     for name in ("timeit", "statistics", "cloudpickle", "IPython.display"):
         try:
             importlib.import_module(name)
         except ImportError:
             pass
+
+
+def _hook_optimizers(torch) -> None:
+    """Make one of each optimizer now: the first one of a class wraps its ``step`` for the profiler
+    (``Optimizer._patch_step_function``), which must not look like a learner patching ``SGD.step``."""
+    weight = torch.nn.Parameter(torch.zeros(1))
+    for value in list(vars(torch.optim).values()):
+        if isinstance(value, type) and issubclass(value, torch.optim.Optimizer) and value is not torch.optim.Optimizer:
+            try:
+                value([weight])
+            except Exception:  # noqa: BLE001 - an optimizer that needs more arguments: made when a learner makes it
+                pass
 
 
 def bound_anywhere(tree: ast.AST) -> set[str]:
@@ -248,16 +305,44 @@ def _text(err: BaseException) -> str:
         return f"<{type(err).__name__} whose message could not be read>"
 
 
-def _judge_here(source: str, blob: bytes, folder: str) -> None:
-    """The child: load the definitions, run the grade cell, write ``result.json``; never returns."""
+def _version_error(spec: str) -> BaseException:
+    """The learner's error for a course version the referee refused (the tripwire's own message)."""
+    from helpers.checks.delegation import COURSE_VERSIONS, CourseVersionCalled, message
+
+    when = next((notes[spec] for notes in COURSE_VERSIONS.values() if spec in notes), "")
+    return CourseVersionCalled(message(spec, when))
+
+
+def _versions() -> dict[str, frozenset]:
+    """Course-version spec -> the exercises it belongs to, frozen now, before any learner code runs."""
+    from helpers.checks.delegation import COURSE_VERSIONS
+
+    found: dict[str, set] = {}
+    for exercise, notes in COURSE_VERSIONS.items():
+        for spec in notes:
+            found.setdefault(spec, set()).add(exercise)
+    return {spec: frozenset(names) for spec, names in found.items()}
+
+
+def _judge_here(source: str, blob: bytes, key: bytes, fd: int, helpers_root: str | None) -> None:
+    """The child: arm the referee, load the definitions, run the grade cell, send the report; never returns."""
+    try:
+        loaded = arm(key=key, fd=fd, helpers_root=helpers_root, judge_code=_judge_here.__code__,
+                     versions=_versions(), version_error=_version_error)
+    except BaseException:  # noqa: BLE001 - no referee, no report: the cell is reported as a crash
+        traceback.print_exc()
+        os._exit(70)
+    del key
     result: dict = {"error": None, "tampered": []}
     guard = Guard()
     try:
         import cloudpickle
 
         namespace = fresh_namespace()
-        namespace.update(cloudpickle.loads(blob))
-        exec(compile(source, "<grade cell>", "exec"), namespace)
+        definitions = cloudpickle.loads(blob)
+        loaded(definitions)
+        namespace.update(definitions)
+        exec(compile(source, GRADE_CELL_FILE, "exec"), namespace)
     except BaseException as err:  # noqa: BLE001 - any failure is the cell's outcome, as in a kernel
         lines = traceback.format_exception(type(err), err, err.__traceback__)
         result["error"] = {"ename": type(err).__name__, "evalue": _text(err), "traceback": lines[-30:]}
@@ -267,10 +352,10 @@ def _judge_here(source: str, blob: bytes, folder: str) -> None:
     except Exception:  # noqa: BLE001
         pass
     result["tampered"] = guard.changes()
-    with open(os.path.join(folder, "result.tmp"), "w") as fh:
-        json.dump(result, fh)
-    os.replace(os.path.join(folder, "result.tmp"), os.path.join(folder, "result.json"))
-    os._exit(0)
+    try:
+        sys.audit(REPORT_EVENT, result)  # the referee signs and sends it: nothing else can
+    finally:
+        os._exit(0)
 
 
 def _read(path: str, cap: int) -> tuple[str, bool]:
@@ -323,24 +408,28 @@ def serve() -> None:
         request = json.loads(header)
         _reap()
         folder = tempfile.mkdtemp(prefix="verdict-")
+        key = os.urandom(32)
+        reports_r, reports_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(rfd)
             os.close(wfd)
+            os.close(reports_r)
             out = os.open(os.path.join(folder, "stdout"), os.O_WRONLY | os.O_CREAT, 0o600)
             err = os.open(os.path.join(folder, "stderr"), os.O_WRONLY | os.O_CREAT, 0o600)
             os.dup2(out, 1)
             os.dup2(err, 2)
-            _judge_here(request["source"], blob, folder)
-        _, status = os.waitpid(pid, 0)
+            _judge_here(request["source"], blob, key, reports_w, _HELPERS_ROOT[0])
+        os.close(reports_w)
+        sent, status = _collect(reports_r, pid)
+        os.close(reports_r)
         cap = int(request.get("cap", 1 << 20))
         stdout, stdout_cut = _read(os.path.join(folder, "stdout"), cap)
         stderr, stderr_cut = _read(os.path.join(folder, "stderr"), cap)
-        try:
-            with open(os.path.join(folder, "result.json")) as fh:
-                result = json.load(fh)
-        except (OSError, ValueError):
-            result = None
+        result, forged = read_reports(sent, key)
+        if forged:
+            result = dict(result or {"error": None}, tampered=[*(result or {}).get("tampered", []),
+                                                               "wrote a report of its own to the grader's pipe"])
         report = {"stdout": stdout, "stderr": stderr, "cut": stdout_cut or stderr_cut, "result": result,
                   "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                   "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
@@ -348,6 +437,35 @@ def serve() -> None:
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _collect(fd: int, pid: int) -> tuple[bytes, int]:
+    """What the child sent on its report pipe, read while it runs (a large report must not block it), and its
+    exit status, once it has ended and the pipe is drained. A process the learner's code forked may hold the
+    pipe open: it is read for at most a second more, never waited for."""
+    import select
+
+    parts, status, after = [], None, 0
+    os.set_blocking(fd, False)
+    while status is None or after < 20:
+        ready = select.select([fd], [], [], 0.05)[0]
+        chunk = None
+        if ready:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                chunk = None
+            if chunk:
+                parts.append(chunk)
+        if status is None:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = code
+        elif chunk == b"" or not chunk:
+            break  # ended, and nothing more to read
+        else:
+            after += 1
+    return b"".join(parts), status
 
 
 # --- the grader's side -------------------------------------------------------------------------------------
@@ -389,10 +507,8 @@ class VerdictWorker:
 
         from course_tools.grading.sandbox import helpers_root
 
-        with open(__file__, encoding="utf-8") as fh:
-            program = fh.read()
         # -I ignores PYTHONPATH: the folder of the grader's own helpers goes first on the worker's path instead
-        cmd = [self.python, "-I", "-c", program, str(helpers_root()), MARK]
+        cmd = [self.python, "-I", "-c", worker_program(), str(helpers_root()), MARK]
         self.scratch = tempfile.mkdtemp(prefix="grading-verdict-")
         env = None
         if self.sandbox:
@@ -522,7 +638,31 @@ def _kill(proc) -> None:
         pass
 
 
-if __name__ == "__main__" and sys.argv[-1] == MARK:
+#: The worker's whole program: referee.py and this file, run in a namespace of their own. Nothing of it is
+#: bound in ``__main__`` or ``sys.modules``, so learner code finds no handle on the worker's functions or state
+#: (frames and ``gc``, the other ways in, are the referee's to refuse).
+BOOT = """def __boot(sources):
+    namespace = {{"__name__": "course_verdict_worker", "__builtins__": __builtins__}}
+    for text in sources:
+        exec(compile(text, {name!r}, "exec"), namespace)
+    namespace["main"]()
+__boot({sources!r})
+"""
+
+
+def worker_program() -> str:
+    """``python -c`` source of the worker: :data:`BOOT` with the source of referee.py and of this file."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sources = []
+    for name in ("referee.py", "verdict.py"):
+        with open(os.path.join(here, name), encoding="utf-8") as fh:
+            sources.append(fh.read())
+    return BOOT.format(name=WORKER_FILE, sources=sources)
+
+
+def main() -> None:
+    """The worker's entry point (:data:`BOOT`): argv is ``[-c, helpers folder, MARK]``."""
     if len(sys.argv) > 2:  # the folder holding the grader's helpers (VerdictWorker.launch): imported from there
         sys.path.insert(0, sys.argv[-2])
+        _HELPERS_ROOT[0] = sys.argv[-2]
     serve()

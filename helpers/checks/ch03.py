@@ -14,6 +14,7 @@ nbgrader scores 0 for a grade cell that writes to stderr.
 
 from __future__ import annotations
 
+import sys
 import copy
 import dataclasses
 import gc
@@ -77,6 +78,7 @@ def bits_hint(got: Any, expected: Any) -> str:
 
 def _expected_bytes(model: nn.Module, dtype: torch.dtype) -> dict[str, int]:
     """The reference answer, from the course's own estimate (called here, never while the learner's code runs)."""
+    sys.audit("course.version", "helpers.checks.ch03:_expected_bytes")  # the grader: refused to the learner's code
     est = memory.estimate_anatomy(model, dtype=dtype, optimizer="adam")
     return {"parameters": est.parameters, "gradients": est.gradients, "adam_state": est.optimizer_state}
 
@@ -379,6 +381,7 @@ def big_batch_gradient(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.
 
     Computed with ``torch.autograd.grad``, so the model's ``.grad`` is left untouched.
     """
+    sys.audit("course.version", "helpers.checks.ch03:big_batch_gradient")  # the grader: refused to the learner's code
     params = [p for p in model.parameters() if p.requires_grad]
     return torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss_fn(model(x), y), params)])
 

@@ -20,6 +20,7 @@ Hidden cases (the inputs) stay in the notebook's cells.
 
 from __future__ import annotations
 
+import sys
 import math
 import os
 import tempfile
@@ -273,6 +274,7 @@ def reference_weights(x: torch.Tensor, y: torch.Tensor, world_size: int, epochs:
     ``sampler_seeds`` gives each rank's sampler its own seed (``[0, 0]``: no
     ``seed=`` given; ``[seed, seed + 1]``: a seed per rank).
     """
+    sys.audit("course.version", "helpers.checks.ch06:reference_weights")  # the grader: refused to the learner's code
     torch.manual_seed(seed)
     model = _model(x.shape[1], y.shape[1])
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)

@@ -8,6 +8,7 @@ gives, so a learner knows which bug is still there.
 
 from __future__ import annotations
 
+import sys
 import difflib
 import functools
 import math
@@ -55,6 +56,7 @@ def classifier(features: int, classes: int, seed: int, hidden: int = 32) -> nn.M
 
 
 def _reference_epoch(model: nn.Module, lr: float, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    sys.audit("course.version", "helpers.checks.ch07:_reference_epoch")  # the grader: refused to the learner's code
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     total = 0.0
     for x, y in batches:

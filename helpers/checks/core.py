@@ -30,6 +30,7 @@ from helpers.device import explain_device_error
 from helpers.i18n import _
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _HELPERS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 __all__ = [
@@ -258,9 +259,22 @@ _SELF_JUDGING = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__
                            "__int__", "__float__", "__index__", "__complex__", "__abs__", "__round__", "__class__",
                            "__getattribute__", "__torch_function__", "__torch_dispatch__",
                            "__array__", "__instancecheck__", "__subclasscheck__"})
+#: Built-in types a task asks for (numbers, strings, lists, dicts...): a learner's subclass of one may not run code
+#: when a check reads it, since the check's expected values may be at hand then (a ``dict`` whose ``__getitem__``
+#: looks up the caller's frame). Named tuples (``collections.namedtuple``, ``typing.NamedTuple``) define none of these.
+_PLAIN = (int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+_READ_BY_CHECKS = frozenset({"__getitem__", "__iter__", "__len__", "__contains__", "__hash__", "__getattr__",
+                             "__repr__", "__str__", "__format__", "__del__", "__reversed__", "__missing__", "keys",
+                             "values", "items", "get", "__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__"})
 #: Packages whose classes a learner's function may return as they are (torch's tensors and containers...).
 _TRUSTED_ROOTS = frozenset({"builtins", "torch", "helpers", "numpy", "collections", "enum", "typing", "abc",
                             "types", "functools", "decimal", "fractions"})
+
+
+def _from_stdlib(member: Any) -> bool:
+    """A method Python's own library wrote into the class (a named tuple's ``__repr__``), not the learner."""
+    code = getattr(member, "__code__", None)
+    return code is not None and os.path.abspath(code.co_filename).startswith(_STDLIB_DIR)
 
 
 def _self_judging(value: Any, depth: int = 0, budget: list[int] | None = None) -> str:
@@ -276,7 +290,8 @@ def _self_judging(value: Any, depth: int = 0, budget: list[int] | None = None) -
         root = (getattr(cls, "__module__", None) or "").split(".")[0]
         if cls is object or root in _TRUSTED_ROOTS:
             continue
-        defined = sorted(_SELF_JUDGING & set(vars(cls)))
+        reads = {n for n in _READ_BY_CHECKS & set(vars(cls)) if not _from_stdlib(vars(cls)[n])}
+        defined = sorted((_SELF_JUDGING & set(vars(cls))) | (reads if issubclass(kind, _PLAIN) else set()))
         if defined:
             return _("a {kind} (its class {cls} defines {names})").format(
                 kind=kind.__name__, cls=cls.__name__, names=", ".join(defined))
@@ -291,6 +306,20 @@ def _self_judging(value: Any, depth: int = 0, budget: list[int] | None = None) -
         if found:
             return found
     return ""
+
+
+@contextlib.contextmanager
+def exercise_running(name: str) -> Iterator[None]:
+    """Tell the grader's referee (if one listens) that the exercise ``name`` runs: while it does, the course's
+    own versions of it refuse to run for the learner's code, however it reached them (``sys.audit`` is how the
+    course talks to the referee, ``course_tools/grading/referee.py``; in a learner's own kernel nothing
+    listens, and :func:`helpers.checks.delegation.forbid_course_versions` is the tripwire there)."""
+    token = object()
+    sys.audit("course.exercise", "enter", name, token)
+    try:
+        yield
+    finally:
+        sys.audit("course.exercise", "exit", name, token)
 
 
 def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -308,7 +337,8 @@ def solved(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """
     name = getattr(fn, "__name__", repr(fn))
     try:
-        with warnings_as_notes(), forbid_course_versions(name, namespaces=[getattr(fn, "__globals__", {})]):
+        with warnings_as_notes(), forbid_course_versions(name, namespaces=[getattr(fn, "__globals__", {})]), \
+                exercise_running(name):
             result = fn(*args, **kwargs)
     except NotImplementedError as err:
         if err.args:  # torch raises NotImplementedError("...") for real errors; the stub raises it bare

@@ -56,7 +56,11 @@ stand_in_module,     that used to pass square-check when checks  tampered
 silenced_traceback,  ran in the kernel (``TAMPERING``; issue 24);  or crashed
 always_equal,        ``trojan`` patches the check where the
 patch_in_call,       definitions are loaded; ``exit_success``
-trojan, exit_success ends that process with code 0
+trojan, exit_success ends that process with code 0;
+code_swap, frame_read,  issue 33: a check's ``__code__`` swapped, the
+gc_snapshot,            check's frames read, the guard's snapshot
+forged_report           emptied through gc, a report written to the
+                        child's pipe: each refused or found (tampered)
 all_stripped         nbgrader metadata removed from every cell   unreadable   none
                      (work copied into a new notebook)
 bad_json             not JSON at all                             unreadable   none
@@ -343,6 +347,44 @@ EXIT_SUCCESS = """def square(x):
 """
 
 
+# --- tampering, part 2 (issue 33): tricks written from the shipped code against the verdict worker itself.
+CODE_SWAP = """def square(x):
+    import helpers.checks.core as core
+    core.check_equal.__code__ = (lambda *a, **k: None).__code__  # the same function object, another body
+    return 0
+"""
+FRAME_READ = """import sys
+
+def square(x):
+    frame = sys._getframe(1)  # the check's frames hold the expected value (and the cell's code, hidden tests too)
+    while frame is not None:
+        numbers = [c for c in frame.f_code.co_consts if type(c) is int and c > 1]
+        if numbers:
+            return numbers[0]
+        frame = frame.f_back
+    return 0
+"""
+GC_SNAPSHOT = """import gc
+
+def square(x):
+    for obj in gc.get_objects():  # the guard's snapshot of the grader, to empty it
+        if type(obj).__name__ == 'Guard':
+            obj.attributes.clear()
+    return 0
+"""
+FORGED_REPORT = """import os
+
+def square(x):
+    report = repr({'error': None, 'tampered': []}).encode()
+    for fd in range(3, 64):  # the child's report pipe is one of these
+        try:
+            os.write(fd, len(report).to_bytes(8, 'big') + bytes(32) + report)
+        except OSError:
+            pass
+    return 0
+"""
+
+
 def _tampered(trick: str, square: str = "def square(x):\n    return 0\n"):
     return lambda nb: _solve(nb, square=f"{trick}\n{square}")
 
@@ -354,9 +396,14 @@ always_equal = _tampered("", ALWAYS_EQUAL)
 patch_in_call = _tampered("", PATCH_IN_CALL)
 trojan = _tampered("", TROJAN)
 exit_success = _tampered("", EXIT_SUCCESS)
+code_swap = _tampered("", CODE_SWAP)
+frame_read = _tampered("", FRAME_READ)
+gc_snapshot = _tampered("", GC_SNAPSHOT)
+forged_report = _tampered("", FORGED_REPORT)
 TAMPERING = {"patch_checks": patch_checks, "stand_in_module": stand_in_module,
              "silenced_traceback": silenced_traceback, "always_equal": always_equal, "patch_in_call": patch_in_call,
-             "trojan": trojan, "exit_success": exit_success}
+             "trojan": trojan, "exit_success": exit_success, "code_swap": code_swap, "frame_read": frame_read,
+             "gc_snapshot": gc_snapshot, "forged_report": forged_report}
 
 
 def all_stripped(nb):
@@ -411,8 +458,12 @@ OUTCOMES = {
     "stand_in_module": ("wrong", 2.0, ""),
     "silenced_traceback": ("wrong", 2.0, ""),
     "always_equal": ("wrong", 2.0, ""),
-    "patch_in_call": ("tampered", 2.0, "replaced part of the grader"),
-    "trojan": ("tampered", 2.0, "replaced part of the grader"),
+    "patch_in_call": ("tampered", 2.0, "replaced or reached into part of the grader"),
+    "trojan": ("tampered", 2.0, "replaced or reached into part of the grader"),
+    "code_swap": ("tampered", 2.0, "reached into part of the grader"),
+    "frame_read": ("tampered", 2.0, "reached into part of the grader"),
+    "gc_snapshot": ("tampered", 2.0, "reached into part of the grader"),
+    "forged_report": ("tampered", 2.0, "reached into part of the grader"),
     "exit_success": ("crashed", 2.0, "square-check"),
 }
 
