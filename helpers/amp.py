@@ -12,8 +12,8 @@ the chapter's exercises lives in ``helpers/checks/ch05.py``.
 
 from __future__ import annotations
 
-import sys
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any
 

@@ -38,12 +38,12 @@ simulated device with a virtual clock, lives in :mod:`helpers.checks.ch01`.)
 
 from __future__ import annotations
 
-import sys
 import dataclasses
 import logging
 import math
 import queue
 import statistics
+import sys
 import threading
 import timeit
 import warnings

@@ -34,8 +34,8 @@ spawned worker imports this module, and should not pay for matplotlib and
 
 from __future__ import annotations
 
-import sys
 import dataclasses
+import sys
 import time
 import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence

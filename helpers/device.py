@@ -8,9 +8,9 @@ Chapter 02 (devices) teaches it.
 
 from __future__ import annotations
 
-import sys
 import dataclasses
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 

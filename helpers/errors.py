@@ -13,8 +13,8 @@ fixes are English in the table (``N_``) and handed out in the learner's language
 
 from __future__ import annotations
 
-import sys
 import dataclasses
+import sys
 from collections.abc import Collection
 
 import torch

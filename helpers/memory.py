@@ -23,7 +23,6 @@ Three things live here:
 
 from __future__ import annotations
 
-import sys
 import contextlib
 import dataclasses
 import gc
@@ -31,6 +30,7 @@ import itertools
 import json
 import math
 import os
+import sys
 import tempfile
 import unicodedata
 import weakref

@@ -219,3 +219,50 @@ def test_learner_code_is_told_from_the_graders_by_where_it_lives():
     roots = referee.trusted_roots("/course")
     assert any(sys.prefix in r or "site-packages" in r for r in roots)
     assert "/course/helpers/" in roots and not any(r == "/course/" for r in roots)
+
+
+def _exercises() -> set[str]:
+    """The functions the learner writes: every ``def`` of a solution cell of every chapter."""
+    import re
+
+    import nbformat
+
+    from course import SOLUTIONS
+
+    names = set()
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+                names |= set(re.findall(r"^def (\w+)", cell.source, re.M))
+    return names
+
+
+def test_every_exercise_says_what_computes_its_answer():
+    from helpers.checks.delegation import COURSE_VERSIONS
+
+    missing = _exercises() - set(COURSE_VERSIONS)
+    assert not missing, f"exercises with no entry in COURSE_VERSIONS (an empty one if nothing computes them): {missing}"
+
+
+def test_every_course_version_announces_itself_to_the_referee():
+    """The referee refuses a course version by the event its body raises: one without it is a plain function."""
+    import importlib
+    import inspect
+
+    from helpers.checks.delegation import COURSE_VERSIONS
+
+    silent = []
+    for spec in sorted({spec for notes in COURSE_VERSIONS.values() for spec in notes}):
+        module, _, name = spec.partition(":")
+        source = inspect.getsource(getattr(importlib.import_module(module), name))
+        if f'sys.audit("course.version", "{spec}")' not in source:
+            silent.append(spec)
+    assert not silent, f"course versions that do not announce themselves: {silent}"
+
+
+def test_the_announcement_rule_can_fail(monkeypatch):
+    from helpers.checks import delegation
+
+    monkeypatch.setitem(delegation.COURSE_VERSIONS, "choose_device", {"helpers.device:synchronize": ""})
+    with pytest.raises(AssertionError, match="helpers.device:synchronize"):
+        test_every_course_version_announces_itself_to_the_referee()

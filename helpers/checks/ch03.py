@@ -14,10 +14,10 @@ nbgrader scores 0 for a grade cell that writes to stderr.
 
 from __future__ import annotations
 
-import sys
 import copy
 import dataclasses
 import gc
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any

@@ -20,9 +20,9 @@ Hidden cases (the inputs) stay in the notebook's cells.
 
 from __future__ import annotations
 
-import sys
 import math
 import os
+import sys
 import tempfile
 import time
 import warnings

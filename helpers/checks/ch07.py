@@ -8,11 +8,11 @@ gives, so a learner knows which bug is still there.
 
 from __future__ import annotations
 
-import sys
 import difflib
 import functools
 import math
 import re
+import sys
 import tempfile
 import time
 import timeit

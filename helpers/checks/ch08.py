@@ -19,10 +19,10 @@ hidden case.
 
 from __future__ import annotations
 
-import sys
 import dis
 import math
 import statistics
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 

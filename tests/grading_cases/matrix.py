@@ -46,9 +46,9 @@ snoop                solved, and first tries to read the         graded       3
                      solutions, gradebook, outcomes, feedback,
                      another submission, to write beside them,
                      and to reach the network: all refused
-rot13_leak           solved, but ``square`` prints the calling   graded       3
-                     check's source rot13-encoded (feedback
-                     shows none of it)
+rot13_leak           solved, but ``square`` tries to print the   tampered     2
+                     check's source rot13-encoded (refused;
+                     feedback shows none of its output)
 long_message         ``total`` raises an error with a 5000-char  wrong        1
                      message (feedback shows it cut)
 patch_checks,        square wrong (0), total right, plus a trick  wrong or   2
@@ -263,12 +263,16 @@ def snoop(nb):
 ROT13 = """import codecs, linecache, sys
 
 def square(x):
-    texts, frame = [], sys._getframe(1)
-    while frame is not None:  # every caller's file, and every string its frame holds (the check's source)
-        texts.append(''.join(linecache.getlines(frame.f_code.co_filename)))
-        texts += [str(v) for v in frame.f_locals.values() if isinstance(v, str)]
-        texts.append(str(frame.f_globals.get('In', '')))
-        frame = frame.f_back
+    texts = ['square']
+    try:  # every caller's file, and every string its frame holds (the check's source): the referee refuses it
+        frame = sys._getframe(1)
+        while frame is not None:
+            texts.append(''.join(linecache.getlines(frame.f_code.co_filename)))
+            texts += [str(v) for v in frame.f_locals.values() if isinstance(v, str)]
+            texts.append(str(frame.f_globals.get('In', '')))
+            frame = frame.f_back
+    except PermissionError:
+        pass
     print(codecs.encode(chr(10).join(texts), 'rot13'))
     return x * x
 """
@@ -448,7 +452,7 @@ OUTCOMES = {
     "output_flood": ("graded", 3.0, "output"),
     "dies": ("crashed", 2.0, "the kernel died in `square`"),
     "snoop": ("graded", 3.0, ""),
-    "rot13_leak": ("graded", 3.0, ""),
+    "rot13_leak": ("tampered", 2.0, "reached into part of the grader"),
     "long_message": ("wrong", 1.0, ""),
     "all_stripped": ("unreadable", None, "no nbgrader cell at all"),
     "bad_json": ("unreadable", None, "json"),
