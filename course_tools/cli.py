@@ -93,7 +93,7 @@ def _colab(root: Path) -> int:
     for path in changed:
         print(f"rewrote {path.relative_to(root)}")
     if any(p.suffix == ".ipynb" for p in changed):
-        print("now run `python -m course_tools release` (then commit solutions/, notebooks/ and README.md)")
+        print("now run `python -m course_tools release` (then commit solutions/, notebooks/, README.md and README.ko.md)")
     return 0
 
 

@@ -1,16 +1,19 @@
-"""Colab: a badge per chapter in the README, and a first cell that installs the helpers there.
+"""Colab: a badge per chapter in the READMEs, and a first cell that installs the helpers there.
 
 One place holds the course repository's address: ``[project.urls] Repository`` in pyproject.toml.
 A fork sets it to its own address and runs ``python -m course_tools colab``, which rewrites, from it,
 
 - the README's badge table (between ``<!-- colab-badges -->`` and ``<!-- /colab-badges -->``): each
   chapter's badge opens ``notebooks/NN_topic/NN_topic.ipynb`` of that repository's ``main`` on Colab;
+  README.ko.md's table, the same way, opens the Korean edition's ``ko/notebooks/NN_topic/NN_topic.ipynb``;
 - the Colab cells at the top of every chapter in ``solutions/`` (inserted where missing): a markdown
   note, and a code cell tagged ``colab`` that, on Colab only (``"google.colab" in sys.modules``),
   pip-installs the helpers from the repository (``pip install --no-deps "git+<address>"``, then the
   runtime requirements but torch, JupyterLab and nbgrader, which stay Colab's own; pyproject.toml
   packages ``helpers*``, so nothing else of the repository is needed), and elsewhere does nothing
-  and says so in one line, so nbval and grading run it without touching the network;
+  and says so, so nbval and grading run it without touching the network. The cell is code, shared
+  by both editions, and runs before the Korean edition chooses its language (and before the helpers
+  exist on Colab): what it prints is written twice, English then Korean (:data:`COLAB_CODE`);
 
 then ``python -m course_tools release`` carries the cells into ``notebooks/``. Colab has no nbgrader
 extension (no Validate button, no Assignments tab); the note says so: the checks run in the cells.
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["BADGES_BEGIN", "BADGES_END", "COLAB_TAG", "badge_link", "badges_block", "colab_cells",
+__all__ = ["BADGES_BEGIN", "BADGES_END", "COLAB_TAG", "READMES", "badge_link", "badges_block", "colab_cells",
            "colab_requirements", "repository", "update"]
 
 COLAB_TAG = "colab"
@@ -44,15 +47,22 @@ def repository(root: Path) -> tuple[str, str, str]:
     return address, found["owner"], found["repo"]
 
 
-def badge_link(owner: str, repo: str, chapter: str) -> str:
-    return f"https://colab.research.google.com/github/{owner}/{repo}/blob/main/notebooks/{chapter}/{chapter}.ipynb"
+#: README -> (the folder its badges open, the table's header): the Korean README opens the Korean notebooks
+READMES = {"README.md": ("notebooks", "| chapter | open on Colab |"),
+           "README.ko.md": ("ko/notebooks", "| 장 | Colab에서 열기 |")}
 
 
-def badges_block(root: Path, chapters: list[str]) -> str:
-    """The README's badge table, markers included."""
+def badge_link(owner: str, repo: str, chapter: str, folder: str = "notebooks") -> str:
+    return f"https://colab.research.google.com/github/{owner}/{repo}/blob/main/{folder}/{chapter}/{chapter}.ipynb"
+
+
+def badges_block(root: Path, chapters: list[str], readme: str = "README.md") -> str:
+    """``readme``'s badge table, markers included."""
     _, owner, repo = repository(root)
-    rows = [f"| `{ch}` | [![Open {ch} in Colab]({BADGE_IMAGE})]({badge_link(owner, repo, ch)}) |" for ch in chapters]
-    return "\n".join([BADGES_BEGIN, "| chapter | open on Colab |", "| --- | --- |", *rows, BADGES_END])
+    folder, header = READMES[readme]
+    rows = [f"| `{ch}` | [![Open {ch} in Colab]({BADGE_IMAGE})]({badge_link(owner, repo, ch, folder)}) |"
+            for ch in chapters]
+    return "\n".join([BADGES_BEGIN, header, "| --- | --- |", *rows, BADGES_END])
 
 
 COLAB_NOTE = (
@@ -60,6 +70,8 @@ COLAB_NOTE = (
     "repository (a minute); anywhere else it does nothing. Colab has no nbgrader extension: the Validate button "
     "and the Assignments tab are not available there, but every check still runs in its cell.")
 
+#: The Colab cell: English and Korean in every line it prints, because it runs before the Korean edition's setting
+#: cell (``i18n.use("ko")``) and, on Colab, before the helpers that translate are installed.
 COLAB_CODE = '''\
 # On Colab only: install the course's helpers from the course repository. Anywhere else: nothing to do.
 import sys
@@ -73,11 +85,14 @@ if "google.colab" in sys.modules:
     subprocess.run([*pip, {runtime}], check=True)  # what the helpers import
     import torch
 
-    print(f"installed the course's helpers from {{repository}}; Colab's torch is {{torch.__version__}}")
+    print(f"installed the course's helpers from {{repository}}; Colab's torch is {{torch.__version__}}\\n"
+          f"강좌의 helpers 패키지를 {{repository}}에서 설치했습니다. Colab의 torch는 {{torch.__version__}}입니다")
     if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < {floor}:
-        print("note: the course is checked on torch {floor_text} and newer; on this older torch some cells may fail")
+        print("note: the course is checked on torch {floor_text} and newer; on this older torch some cells may fail\\n"
+              "참고: 강좌는 torch {floor_text} 이상에서 확인했습니다. 이보다 오래된 torch에서는 일부 셀이 실패할 수 있습니다")
 else:
-    print("not on Colab: nothing to install (this environment has the helpers already)")'''
+    print("not on Colab: nothing to install (this environment has the helpers already)\\n"
+          "Colab이 아니므로 설치할 것이 없습니다(이 환경에는 helpers 패키지가 이미 있습니다)")'''
 
 #: What the Colab cell leaves to Colab: its own torch (a multi-GB reinstall otherwise) and its Jupyter, which
 #: has no nbgrader extension anyway.
@@ -119,19 +134,24 @@ def _with_colab_cells(nb: nbformat.NotebookNode, fresh: list[nbformat.NotebookNo
 
 
 def update(root: Path, chapters: list[str]) -> list[Path]:
-    """Rewrite the README's badges and every chapter's Colab cells from the address; the files changed."""
+    """Rewrite the READMEs' badges and every chapter's Colab cells from the address; the files changed.
+
+    README.md must exist; README.ko.md is rewritten where it exists (a copy of the course may lack it)."""
     root = Path(root)
     address, _, _ = repository(root)
     changed = []
-    readme = root / "README.md"
-    text = readme.read_text()
     pattern = re.compile(re.escape(BADGES_BEGIN) + ".*?" + re.escape(BADGES_END), re.S)
-    if not pattern.search(text):
-        raise ValueError(f"README.md has no {BADGES_BEGIN} ... {BADGES_END} block for the badges; add the two markers")
-    new = pattern.sub(lambda _: badges_block(root, chapters), text)
-    if new != text:
-        readme.write_text(new)
-        changed.append(readme)
+    for name in READMES:
+        readme = root / name
+        if name != "README.md" and not readme.exists():
+            continue
+        text = readme.read_text()
+        if not pattern.search(text):
+            raise ValueError(f"{name} has no {BADGES_BEGIN} ... {BADGES_END} block for the badges; add the two markers")
+        new = pattern.sub(lambda _, name=name: badges_block(root, chapters, name), text)
+        if new != text:
+            readme.write_text(new)
+            changed.append(readme)
     for chapter in chapters:
         path = root / "solutions" / chapter / f"{chapter}.ipynb"
         nb = nbformat.read(str(path), as_version=4)

@@ -1,5 +1,6 @@
-"""Colab: a badge per chapter in the README and a first cell that installs the helpers there, both
-generated from one address (pyproject.toml's [project.urls] Repository). In-process; under a second."""
+"""Colab: a badge per chapter in each README (the Korean one opens ko/notebooks) and a first cell that installs the
+helpers there, all generated from one address (pyproject.toml's [project.urls] Repository). In-process; under a
+second."""
 
 import re
 import shutil
@@ -12,7 +13,7 @@ import nbformat
 import pytest
 
 from course import NOTEBOOKS, ROOT, chapters, load, solution_path
-from course_tools.colab import (COLAB_TAG, badge_link, badges_block, colab_cells, colab_requirements,
+from course_tools.colab import (COLAB_TAG, READMES, badge_link, badges_block, colab_cells, colab_requirements,
                                    repository, update)
 
 ADDRESS, OWNER, REPO = repository(ROOT)
@@ -26,15 +27,17 @@ def test_the_address_is_one_github_repository_and_a_bad_one_says_what_to_set(tmp
         repository(tmp_path)
 
 
-def test_each_chapter_has_a_badge_that_opens_its_notebook_on_colab():
-    readme = (ROOT / "README.md").read_text()
+@pytest.mark.parametrize("name, folder", [("README.md", "notebooks"), ("README.ko.md", "ko/notebooks")])
+def test_each_chapter_has_a_badge_that_opens_its_notebook_on_colab(name, folder):
+    assert READMES[name][0] == folder
+    readme = (ROOT / name).read_text()
     links = re.findall(r"\((https://colab\.research\.google\.com/github/[^)]+)\)", readme)
     for chapter in chapters():
-        want = f"https://colab.research.google.com/github/{OWNER}/{REPO}/blob/main/notebooks/{chapter}/{chapter}.ipynb"
-        assert badge_link(OWNER, REPO, chapter) == want and links.count(want) == 1, chapter
-        assert (NOTEBOOKS / chapter / f"{chapter}.ipynb").is_file()
+        want = f"https://colab.research.google.com/github/{OWNER}/{REPO}/blob/main/{folder}/{chapter}/{chapter}.ipynb"
+        assert badge_link(OWNER, REPO, chapter, folder) == want and links.count(want) == 1, chapter
+        assert (ROOT / folder / chapter / f"{chapter}.ipynb").is_file()
     assert len(links) == len(chapters())
-    assert badges_block(ROOT, chapters()) in readme, "README's badges differ from the address: run python -m course_tools colab"
+    assert badges_block(ROOT, chapters(), name) in readme, f"{name}'s badges differ from the address: run python -m course_tools colab"
 
 
 @pytest.mark.parametrize("chapter", chapters())
@@ -61,13 +64,16 @@ def _run_colab_cell(on_colab):
 
 def test_the_colab_cell_does_nothing_off_colab_and_installs_from_the_repository_on_colab(capsys):
     assert _run_colab_cell(on_colab=False) == []
-    assert capsys.readouterr().out.strip() == "not on Colab: nothing to install (this environment has the helpers already)"
+    # it runs before the Korean edition chooses its language: each line it prints is English, then Korean
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "not on Colab: nothing to install (this environment has the helpers already)",
+        "Colab이 아니므로 설치할 것이 없습니다(이 환경에는 helpers 패키지가 이미 있습니다)"]
     helpers_call, runtime_call = _run_colab_cell(on_colab=True)
     assert helpers_call[0] == [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", f"git+{ADDRESS}"]
     assert runtime_call[0][:4] == [sys.executable, "-m", "pip", "install"] and "matplotlib>=3.7" in runtime_call[0]
     assert not any(r.startswith(("torch", "jupyterlab", "nbgrader")) for r in runtime_call[0][5:])  # Colab's own stay
     out = capsys.readouterr().out
-    assert "Colab's torch is" in out
+    assert "Colab's torch is" in out and "Colab의 torch는" in out
 
 
 def test_the_requirements_left_to_colab_are_torch_and_its_jupyter():
@@ -76,7 +82,7 @@ def test_the_requirements_left_to_colab_are_torch_and_its_jupyter():
 
 
 def test_a_fork_rewrites_badges_and_cells_from_its_address_once(tmp_path):
-    for name in ("README.md", "pyproject.toml"):
+    for name in ("README.md", "README.ko.md", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
     fork = "https://github.com/someone/fork"
@@ -86,8 +92,9 @@ def test_a_fork_rewrites_badges_and_cells_from_its_address_once(tmp_path):
     nb.cells = [c for c in nb.cells if COLAB_TAG not in c.metadata.get("tags", [])]
     nbformat.write(nb, str(bare))
     changed = update(tmp_path, chapters())
-    assert len(changed) == len(chapters()) + 1
+    assert len(changed) == len(chapters()) + 2
     assert "github/someone/fork/blob/main/notebooks/00_start" in (tmp_path / "README.md").read_text()
+    assert "github/someone/fork/blob/main/ko/notebooks/00_start" in (tmp_path / "README.ko.md").read_text()
     for chapter in chapters():
         cells = [c for c in load(tmp_path / "solutions" / chapter / f"{chapter}.ipynb").cells if COLAB_TAG in c.metadata.get("tags", [])]
         assert [c.source for c in cells] == [c.source for c in colab_cells(fork, RUNTIME, FLOOR)], chapter

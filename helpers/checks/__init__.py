@@ -8,9 +8,12 @@ check_* assertions, solved, passed); then one module of verdicts per chapter,
 
 A grade cell imports what it uses inside the cell (``from helpers.checks
 import check, passed``), so a learner's cell that defines its own ``check``
-changes nothing the grader runs. Hidden test *cases* never live here: the
-installed package is public to every learner; they stay in the cells' hidden
-blocks, and the chapter modules hold only the verdict logic.
+changes nothing the grader runs; ``tr`` (helpers.i18n's) is here for the
+English labels a cell hands a check (``tr("a model whose first layer is
+frozen")``), which the Korean edition shows in Korean. Hidden test *cases*
+never live here: the installed package is public to every learner; they stay
+in the cells' hidden blocks, and the chapter modules hold only the verdict
+logic.
 """
 
 from helpers.checks.core import (
@@ -27,6 +30,7 @@ from helpers.checks.core import (
 )
 from helpers.checks.machine import FakeMachine, cpu_only_machine, fake_machine
 from helpers.checks.patching import CallLog, patched, record_calls
+from helpers.i18n import tr
 
 __all__ = [
     "CallLog",
@@ -45,4 +49,5 @@ __all__ = [
     "record_calls",
     "solved",
     "solved_or",
+    "tr",
 ]
