@@ -7,6 +7,7 @@ messages, the setting cell, a Hangul font) is checked here.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -60,7 +61,7 @@ def test_the_chapter_text_speaks_the_seyo_register(chapter):
     assert not found, f"{chapter}: the -십시오 register: {found}"
 
 
-_LINK = __import__("re").compile(r"\]\(([^)\s]+)\)")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
