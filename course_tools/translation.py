@@ -11,7 +11,11 @@ read and written with Babel (``babel.messages``), the library Jinja, Flask and S
 * :func:`problems` lists what keeps a catalog from being used: untranslated entries, fuzzy ones, entries
   whose English is not the notebook's any more, and inline code (`` `...` ``) that the Korean lost. The
   suite fails on any (``tests/test_translation.py``), so an English edit fails CI until its Korean entry is
-  updated: a reader never gets Korean that says something the English no longer says.
+  updated: a reader never gets Korean that says something the English no longer says. It also holds the
+  edition to one voice: a glossary term the Korean left out, a second Korean word for a glossary term
+  (:func:`variant_problems`, the glossary's column of rejected variants) and the formal ``-십시오`` register
+  (:func:`register_problems`: the edition writes ``-세요``) are problems too; :func:`message_problems`
+  applies the same two rules to the helpers' messages when it is given the glossary.
 * :func:`korean_notebook` builds the Korean instructor notebook from the English one and the catalog:
   markdown replaced, code cells unchanged, one tagged setting cell before the opening cell that selects the
   language for the helpers' messages (:data:`SETTING_CELL`). Where an entry cannot be used (only while a
@@ -24,16 +28,17 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from collections.abc import Iterable
 from pathlib import Path
 
 import nbformat
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
-__all__ = ["LANGUAGE", "SETTING_CELL", "SETTING_TAG", "catalog_path", "edition_root", "korean_notebook", "load", "problems",
-           "save", "update"]
+__all__ = ["LANGUAGE", "SETTING_CELL", "SETTING_TAG", "Term", "catalog_path", "edition_root", "glossary",
+           "korean_notebook", "load", "problems", "register_problems", "save", "update", "variant_problems"]
 
 LANGUAGE = "ko"
 SETTING_TAG = "language"
@@ -107,14 +112,50 @@ def lost_code(english: str, korean: str) -> list[str]:
     return [span for span in spans if span not in flat]
 
 
-def glossary(root: Path, language: str = LANGUAGE) -> dict[str, str]:
-    """English term -> Korean term, from ``translations/<language>/glossary.tsv`` (``#`` lines are comments)."""
-    terms = {}
+@dataclass(frozen=True)
+class Term:
+    """One line of the glossary: the English term, its one Korean term, and the Korean it must not be given as.
+
+    ``rejected`` variants are wrong where the English uses the term (단계 is a stage elsewhere, 컴퓨터 a
+    computer); ``banned`` ones (``!`` in the glossary) are wrong wherever they appear (파라미터, 대기열);
+    ``allowed`` phrases (``+``) contain a variant but are right (활성화 함수, an activation function).
+    ``required`` is False for an English word with other senses (``~`` in the glossary: torchrun *launches*
+    processes, NaN *spreads*): its Korean term is not asked for wherever the word appears, only its variants
+    are refused."""
+
+    english: str
+    korean: str
+    rejected: tuple[str, ...] = ()
+    banned: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = ()
+    required: bool = True
+
+
+def glossary(root: Path, language: str = LANGUAGE) -> list[Term]:
+    """The terms of ``translations/<language>/glossary.tsv``: one per line, tab-separated English term (``~``
+    before one with other senses), Korean term, rejected Korean variants (comma-separated, ``!`` before one that
+    is wrong everywhere, ``+`` before a phrase that contains a variant and is right) and a note; ``#`` lines are
+    comments."""
+    terms = []
     for line in (root / "translations" / language / "glossary.tsv").read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            english, korean, *_ = line.split("\t")
-            terms[english.strip()] = korean.strip()
+            english, korean, variants, *_ = line.split("\t") + ["", ""]
+            variants = [v.strip() for v in variants.split(",") if v.strip()]
+            terms.append(Term(english.strip().lstrip("~").strip(), korean.strip(),
+                              rejected=tuple(v for v in variants if v[0] not in "!+"),
+                              banned=tuple(v[1:].strip() for v in variants if v.startswith("!")),
+                              allowed=tuple(v[1:].strip() for v in variants if v.startswith("+")),
+                              required=not english.strip().startswith("~")))
     return terms
+
+
+def _terms(terms: Iterable[Term] | Mapping[str, str] | None) -> list[Term]:
+    """Glossary terms from a :func:`glossary` list or a plain ``{English: Korean}`` mapping."""
+    if terms is None:
+        return []
+    if isinstance(terms, Mapping):
+        return [Term(english, korean) for english, korean in terms.items()]
+    return list(terms)
 
 
 def _prose(markdown: str) -> str:
@@ -124,15 +165,65 @@ def _prose(markdown: str) -> str:
     return re.sub(r"\]\([^)]*\)", "] ", markdown)
 
 
-def glossary_misses(english: str, korean: str, terms: dict[str, str]) -> list[str]:
+def _uses(prose: str, term: str, endings: str = "s|es") -> bool:
+    """Whether lower-case English ``prose`` uses ``term`` as a word (a plural, or another listed ending, too)."""
+    return re.search(rf"\b{re.escape(term.lower())}(?:{endings})?\b", prose) is not None
+
+
+def glossary_misses(english: str, korean: str, terms: Iterable[Term] | Mapping[str, str]) -> list[str]:
     """Glossary terms the English prose uses whose Korean term the translation lacks ("device -> 장치")."""
     prose = _prose(english).lower()
-    return [f"{en} -> {ko}" for en, ko in terms.items()
-            if re.search(rf"\b{re.escape(en.lower())}(?:s|es)?\b", prose) and ko not in korean]
+    return [f"{t.english} -> {t.korean}" for t in _terms(terms)
+            if t.required and _uses(prose, t.english) and t.korean not in korean]
 
 
-def problems(catalog: Catalog, nb: nbformat.NotebookNode, terms: dict[str, str] | None = None) -> list[str]:
-    """Every reason the catalog cannot stand for ``nb``'s English, one line each (empty: usable)."""
+def variant_problems(english: str, korean: str, terms: Iterable[Term] | Mapping[str, str]) -> list[str]:
+    """Second Korean words for a glossary term in the Korean prose ("layer -> 계층, not 층").
+
+    A rejected variant counts where the English (prose, any ending: launch, launches, launched) uses the term,
+    a banned one anywhere. The Korean term itself and the term's allowed phrases are taken out first, so a
+    variant inside them (층 in 계층, 원본 in 원본 문서, 활성화 in 활성화 함수) is not one. Code spans and link
+    targets are not prose: `tensor.shape` names no 모양."""
+    en = _prose(english).lower()
+    found = []
+    for t in _terms(terms):
+        if not (t.banned or t.rejected):
+            continue
+        ko = _prose(korean)
+        for right in sorted({t.korean, *t.allowed} - {""}, key=len, reverse=True):
+            ko = ko.replace(right, " ")
+        wrong = [v for v in t.banned if v in ko]
+        if t.rejected and _uses(en, t.english, "s|es|d|ed|ing"):
+            wrong += [v for v in t.rejected if v in ko and v not in wrong]
+        if wrong:
+            found.append(f"{t.english} -> {t.korean}, not {', '.join(wrong)}")
+    return found
+
+
+#: The formal imperative and question (하십시오, 하십니까): the edition speaks 합니다 with -세요 imperatives
+_FORMAL = re.compile(r"[가-힣]*(?:십시오|십니까)")
+
+
+def register_problems(korean: str) -> list[str]:
+    """Words of the Korean prose in the -십시오 register, which the edition does not use ("실행하십시오")."""
+    return list(dict.fromkeys(_FORMAL.findall(_prose(korean))))
+
+
+def style_problems(english: str, korean: str, terms: Iterable[Term] | Mapping[str, str]) -> list[str]:
+    """The edition's voice in one translation: a second Korean word for a glossary term, the -십시오 register."""
+    variants = variant_problems(english, korean, terms)
+    formal = register_problems(korean)
+    return ([f"one Korean term per glossary term: {'; '.join(variants)}"] if variants else []) + \
+           ([f"-십시오 register (the edition writes -세요): {', '.join(formal)}"] if formal else [])
+
+
+def problems(catalog: Catalog, nb: nbformat.NotebookNode,
+             terms: Iterable[Term] | Mapping[str, str] | None = None) -> list[str]:
+    """Every reason the catalog cannot stand for ``nb``'s English, one line each (empty: usable).
+
+    ``terms`` (the :func:`glossary`) adds the edition's one term per idea: glossary terms left out, second
+    Korean words for a term. The -십시오 register is a problem with or without it."""
+    terms = _terms(terms)
     found = []
     entries = {m.context: m for m in catalog if m.id}
     for cell in markdown_cells(nb):
@@ -151,9 +242,10 @@ def problems(catalog: Catalog, nb: nbformat.NotebookNode, terms: dict[str, str] 
             lost = lost_code(m.id, m.string)
             if lost:
                 found.append(f"cell {cell.id}: the Korean lost inline code {', '.join(lost[:4])}")
-            misses = glossary_misses(m.id, m.string, terms or {})
+            misses = glossary_misses(m.id, m.string, terms)
             if misses:
                 found.append(f"cell {cell.id}: glossary terms not used: {'; '.join(misses)}")
+            found += [f"cell {cell.id}: {line}" for line in style_problems(m.id, m.string, terms)]
     found += [f"entry {ctx}: no such markdown cell any more" for ctx in entries]
     return found
 
@@ -200,7 +292,7 @@ def run(command: str, root: Path, only: Iterable[str] = ()) -> int:
         elif command == "build":
             print(f"compiled {compile_messages(root).relative_to(root)}")
         elif command == "check":
-            found = message_problems(load(messages_path(root)), extract_messages(root))
+            found = message_problems(load(messages_path(root)), extract_messages(root), glossary(root))
             for line in found:
                 print(f"helpers: {line}")
             status |= bool(found)
@@ -315,8 +407,13 @@ def placeholders(text: str) -> set[str]:
         return {"<unbalanced braces>"}
 
 
-def message_problems(catalog: Catalog, template: Catalog) -> list[str]:
-    """Why ``helpers.po`` cannot be compiled as it is: messages missing, untranslated, fuzzy, placeholders changed."""
+def message_problems(catalog: Catalog, template: Catalog,
+                     terms: Iterable[Term] | Mapping[str, str] | None = None) -> list[str]:
+    """Why ``helpers.po`` cannot be compiled as it is: messages missing, untranslated, fuzzy, placeholders changed.
+
+    Given ``terms`` (the :func:`glossary`), also a message that gives a glossary term a second Korean word or is
+    in the -십시오 register (the chapters' rules; a message is not asked to use every glossary term)."""
+    terms = _terms(terms)
     found = []
     have = {m.id: m for m in catalog if m.id}
     for m in template:
@@ -333,7 +430,12 @@ def message_problems(catalog: Catalog, template: Catalog) -> list[str]:
         elif placeholders(m.id) != placeholders(t.string):
             found.append(f"{where}: {m.id[:60]!r}: placeholders {sorted(placeholders(m.id))} became "
                          f"{sorted(placeholders(t.string))}")
+        elif terms:
+            found += [f"{where}: {m.id[:60]!r}: {line}" for line in style_problems(m.id, t.string, terms)]
     return found
+
+
+
 
 
 def compile_messages(root: Path) -> Path:

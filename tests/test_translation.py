@@ -7,6 +7,7 @@ messages, the setting cell, a Hangul font) is checked here.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -31,10 +32,49 @@ def korean(chapter: str) -> nbformat.NotebookNode:
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_markdown_cell_has_a_current_korean_entry(chapter):
     """Fails on an English cell changed since its Korean was written (fuzzy), an untranslated or new cell, inline
-    code the Korean lost, or a glossary term left out: `python -m course_tools translate check` says which."""
+    code the Korean lost, a glossary term left out or given a second Korean word, or the -십시오 register:
+    `python -m course_tools translate check` says which."""
     catalog = tr.load(tr.catalog_path(ROOT, chapter))
     found = tr.problems(catalog, english(chapter), tr.glossary(ROOT))
     assert not found, f"{chapter}: the Korean catalog is not in step with the English:\n" + "\n".join(found)
+
+
+def _translations(catalog):
+    return [m for m in catalog if m.id and m.string and not m.fuzzy]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_chapter_text_uses_one_korean_term_per_idea(chapter):
+    """The glossary's rejected variants (translations/ko/glossary.tsv, column 3): 강좌 and not 강의 or 과정, 머신 and
+    not 컴퓨터, 계층 and not 층, ... in every cell, so a learner meets one word for one idea."""
+    terms = tr.glossary(ROOT)
+    found = {m.context: hits for m in _translations(tr.load(tr.catalog_path(ROOT, chapter)))
+             if (hits := tr.variant_problems(m.id, m.string, terms))}
+    assert not found, f"{chapter}: a glossary term translated a second way: {found}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_chapter_text_speaks_the_seyo_register(chapter):
+    """One register for the whole edition: 합니다 declaratives with -세요 imperatives, never -십시오."""
+    found = {m.context: hits for m in _translations(tr.load(tr.catalog_path(ROOT, chapter)))
+             if (hits := tr.register_problems(m.string))}
+    assert not found, f"{chapter}: the -십시오 register: {found}"
+
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_relative_links_in_the_korean_text_open_korean_notebooks(chapter):
+    """A relative link (00's "next chapter", 07's checklist) resolves inside ko/solutions and ko/notebooks, so the
+    Korean learner is not sent to the English edition."""
+    links = [target.split("#")[0] for m in _translations(tr.load(tr.catalog_path(ROOT, chapter)))
+             for target in _LINK.findall(m.string) if "://" not in target and not target.startswith("#")]
+    edition = tr.edition_root(ROOT).resolve()
+    for folder in ("solutions", "notebooks"):
+        opened = {target: (edition / folder / chapter / target).resolve() for target in links}
+        missing = [target for target, path in opened.items() if not path.is_file() or edition not in path.parents]
+        assert not missing, f"ko/{folder}/{chapter}: links that open no Korean notebook: {missing}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -116,6 +156,71 @@ def test_lost_inline_code_and_glossary_misses_are_named():
     assert tr.problems(catalog, nb, {"device": "장치"}) == ["cell a: glossary terms not used: device -> 장치"]
 
 
+GLOSSARY = [tr.Term("layer", "계층", rejected=("층",), banned=("레이어",)),
+            tr.Term("machine", "머신", rejected=("컴퓨터",)),
+            tr.Term("parameter", "매개변수", banned=("파라미터",)),
+            tr.Term("launch", "런치", rejected=("커널 실행",), required=False),
+            tr.Term("activations", "활성값", rejected=("활성화",), allowed=("활성화 함수",))]
+
+
+@pytest.mark.parametrize("english, korean, found", [
+    ("Freeze the first layer.", "첫 번째 층을 고정하세요.", ["layer -> 계층, not 층"]),
+    ("Freeze the first layer.", "첫 번째 계층을 고정하세요.", []),  # 층 inside 계층 is the right term
+    ("Freeze the first layers.", "첫 번째 레이어들을 고정하세요.", ["layer -> 계층, not 레이어"]),
+    ("Run it on this machine.", "이 컴퓨터에서 실행하세요.", ["machine -> 머신, not 컴퓨터"]),
+    ("Run it on any computer.", "어느 컴퓨터에서든 실행하세요.", []),  # a computer is not a machine
+    ("Count the weights.", "파라미터를 세세요.", ["parameter -> 매개변수, not 파라미터"]),  # banned everywhere
+    ("Count the weights.", "`파라미터`를 세세요.", []),  # code is not prose
+    ("The host launched it.", "호스트가 커널 실행을 마쳤습니다.", ["launch -> 런치, not 커널 실행"]),
+    ("Saved activations.", "저장된 활성화입니다.", ["activations -> 활성값, not 활성화"]),
+    ("Layers and activations.", "계층과 활성화 함수입니다.", []),  # an allowed phrase
+])
+def test_a_second_korean_word_for_a_glossary_term_is_named(english, korean, found):
+    assert tr.variant_problems(english, korean, GLOSSARY) == found
+
+
+def test_a_planted_second_translation_fails_the_chapter_check():
+    nb = _chapter_with([("a", "Each layer runs on the machine.")])
+    catalog = tr.update("x", nb, None)
+    for m in catalog:
+        if m.id:
+            m.string = "각 층은 머신에서 실행됩니다."
+    assert tr.problems(catalog, nb, GLOSSARY) == [
+        "cell a: glossary terms not used: layer -> 계층",
+        "cell a: one Korean term per glossary term: layer -> 계층, not 층"]
+    for m in catalog:
+        if m.id:
+            m.string = "각 계층은 머신에서 실행하십시오."
+    assert tr.problems(catalog, nb, GLOSSARY) == [
+        "cell a: -십시오 register (the edition writes -세요): 실행하십시오"]
+
+
+def test_the_glossary_names_rejected_banned_and_allowed_variants():
+    terms = {t.english: t for t in tr.glossary(ROOT)}
+    assert terms["layer"] == tr.Term("layer", "계층", rejected=("층",), banned=("레이어",))
+    assert terms["activations"].allowed == ("활성화 함수", "비활성화")
+    assert not terms["step"].required and terms["step"].korean == "스텝" and "학습 단계" in terms["step"].rejected
+    assert terms["synchronisation"] == tr.Term("synchronisation", "동기화")  # a note in column 4 is no variant
+
+
+@pytest.mark.parametrize("korean, found", [
+    ("셀을 실행하십시오. 바꾸지 마십시오.", ["실행하십시오", "마십시오"]), ("Colab을 사용하십니까?", ["사용하십니까"]),
+    ("셀을 실행하세요.", []), ("`# 실행하십시오` 주석", [])])
+def test_the_register_rule_names_the_formal_imperative(korean, found):
+    assert tr.register_problems(korean) == found
+
+
+def test_message_problems_holds_the_messages_to_the_glossary_when_given_it():
+    template, catalog = Catalog(locale="ko"), Catalog(locale="ko")
+    template.add("{n} layers on this machine")
+    catalog.add("{n} layers on this machine", "이 컴퓨터에는 층이 {n}개 있습니다. 확인하십시오")
+    assert tr.message_problems(catalog, template) == []
+    found = tr.message_problems(catalog, template, GLOSSARY)
+    assert [line.split(": ", 2)[2] for line in found] == [
+        "one Korean term per glossary term: layer -> 계층, not 층; machine -> 머신, not 컴퓨터",
+        "-십시오 register (the edition writes -세요): 확인하십시오"]
+
+
 def test_an_update_without_english_changes_changes_no_byte(tmp_path):
     nb = english("00_start")
     first = tmp_path / "a.po"
@@ -131,6 +236,22 @@ def test_an_update_without_english_changes_changes_no_byte(tmp_path):
 def test_every_helper_message_is_translated_with_its_placeholders():
     found = tr.message_problems(tr.load(tr.messages_path(ROOT)), tr.extract_messages(ROOT))
     assert not found, "translations/ko/helpers.po is not in step with the helpers:\n" + "\n".join(found)
+
+
+def test_helper_messages_use_one_korean_term_per_idea():
+    """The chapters' glossary holds for the helpers' messages too: a check message, a verdict or a plot label does
+    not call the course 강의 where the chapter says 강좌."""
+    terms = tr.glossary(ROOT)
+    found = [f"{m.id[:50]!r}: {'; '.join(hits)}" for m in _translations(tr.load(tr.messages_path(ROOT)))
+             if (hits := tr.variant_problems(m.id, m.string, terms))]
+    assert not found, f"translations/ko/helpers.po: {len(found)} messages translate a glossary term a second " \
+                      "way:\n" + "\n".join(found)
+
+
+def test_helper_messages_speak_the_seyo_register():
+    found = [f"{m.id[:50]!r}: {', '.join(hits)}" for m in _translations(tr.load(tr.messages_path(ROOT)))
+             if (hits := tr.register_problems(m.string))]
+    assert not found, f"translations/ko/helpers.po: {len(found)} messages in the -십시오 register:\n" + "\n".join(found)
 
 
 def test_the_compiled_messages_are_a_fresh_compile(tmp_path, monkeypatch):
