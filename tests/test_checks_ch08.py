@@ -539,9 +539,15 @@ def pays_with_a_float_break_even(compile_s, eager_s, compiled_s, steps):
 
 
 def _changed(**change):
-    """compile_pays with one typical mistake: the course's own wrong answer (expected_decision with a switch)."""
+    """compile_pays with one typical mistake: the course's own wrong answer (expected_decision with a switch).
+
+    The reference is taken now, not looked up when the answer runs: while a check runs a learner's answer,
+    ``ch08.expected_decision`` is a tripwire (no answer passes by calling it), and under grading the referee
+    refuses even this captured copy (tests/test_referee.py)."""
+    reference = ch08.expected_decision
+
     def compile_pays(compile_s, eager_s, compiled_s, steps):
-        return ch08.expected_decision(compile_s, eager_s, compiled_s, steps, **change)
+        return reference(compile_s, eager_s, compiled_s, steps, **change)
     return compile_pays
 
 
