@@ -324,6 +324,16 @@ class _Places(TorchFunctionMode):
 # --------------------------------------------------------------------------- the counter
 
 
+def _fingerprints(counter: "SyncCounter") -> list[dict[str, int]]:
+    """What the counter and its two modes hold that decides what is counted: their instance attributes that are
+    callables or the counter itself (``mode.counter``), by identity. Code that sets ``counter._record`` or
+    ``mode.__torch_dispatch__`` on the instance, or hands a mode another counter, changes it."""
+    found = []
+    for obj in (counter, counter._mode, counter._places):
+        found.append({k: id(v) for k, v in vars(obj).items() if callable(v) or v is counter} if obj is not None else {})
+    return found
+
+
 @dataclass
 class SyncCounter:
     """The host syncs made while it was active (use :func:`count_host_syncs`)."""
@@ -337,6 +347,7 @@ class SyncCounter:
     _installed_in_torch: Any = None
     _still_watching: bool | None = None
     _events: Any = None  # the record it was made with: one swapped in later is not the count
+    _fingerprints: Any = None  # _fingerprints(self) once watching: a method patched on it or its modes since is found
 
     def __post_init__(self) -> None:
         self._events = self.events
@@ -353,6 +364,7 @@ class SyncCounter:
         wrappers = all(getattr(torch.Tensor, name) is fn for name, fn in self._installed.items())
         wrappers = wrappers and all(getattr(owner, name) is fn for (owner, name), fn in self._syncs.items())
         wrappers = wrappers and (self._installed_in_torch is None or torch.tensor is self._installed_in_torch)
+        wrappers = wrappers and self._fingerprints == _fingerprints(self)
         modes = any(mode is self._mode for mode in _get_current_dispatch_mode_stack())
         places = self._places is None or any(mode is self._places for mode in _get_current_function_mode_stack())
         return wrappers and modes and places
@@ -528,6 +540,7 @@ def count_host_syncs() -> Iterator[SyncCounter]:
         stack.enter_context(mock.patch.object(torch, "tensor", factory))
         counter._places = stack.enter_context(_Places(counter, accelerator_here=accelerator() is not None))
         counter._mode = stack.enter_context(_Watch(counter))
+        counter._fingerprints = _fingerprints(counter)
         yield counter
         counter._still_watching = counter.watching()
 

@@ -266,3 +266,29 @@ def test_the_announcement_rule_can_fail(monkeypatch):
     monkeypatch.setitem(delegation.COURSE_VERSIONS, "choose_device", {"helpers.device:synchronize": ""})
     with pytest.raises(AssertionError, match="helpers.device:synchronize"):
         test_every_course_version_announces_itself_to_the_referee()
+
+
+SETTINGS = {
+    "raised_cap": """def answer(x):
+    import helpers.checks.ch08 as ch08
+    ch08.MAX_SYNCS = 10 ** 9  # the cap on host reads, raised
+    return 42
+""",
+    "bookkeeping_path": """def answer(x):
+    import helpers.speed as speed
+    speed._TORCH_CPU_BOOKKEEPING = '/'  # every frame reads as torch's own bookkeeping: nothing counted
+    return 42
+""",
+    "course_versions_emptied": """def answer(x):
+    from helpers.checks.delegation import COURSE_VERSIONS
+    COURSE_VERSIONS['compile_pays'].clear()
+    COURSE_VERSIONS.pop('train_quietly')
+    return 42
+""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(SETTINGS))
+def test_a_constant_a_verdict_reads_is_watched_too(worker, case):
+    result = _judge(worker, SETTINGS[case], CHECK)
+    assert result["tampered"], (case, result)

@@ -675,3 +675,28 @@ def test_compile_s_is_the_first_call_less_a_steady_call_never_negative():
     steady = Timing.from_times([0.2, 0.25, 0.3])
     assert speed.CompileTimings(1.0, steady, steady).compile_s == pytest.approx(0.75)
     assert speed.CompileTimings(0.1, steady, steady).compile_s == 0.0
+
+
+@pytest.mark.parametrize("patch", ["counter", "mode"])
+def test_a_counter_patched_through_the_mode_stack_is_not_intact(patch):
+    """The dispatch mode is reachable from any code (torch lists its modes): a count switched off through it is
+    found, so a check refuses to trust the count."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    def quiet_loop():
+        mode = next(m for m in _get_current_dispatch_mode_stack() if hasattr(m, "counter"))
+        if patch == "counter":
+            mode.counter._record = lambda *args, **kwargs: None
+        else:
+            mode.counter = speed.SyncCounter()  # the mode counts into another counter
+        return torch.ones(3, device=torch.device("cpu")).sum().item()
+
+    with speed.count_host_syncs() as counter:
+        quiet_loop()
+    assert not counter.intact
+
+
+def test_a_counter_left_alone_is_intact():
+    with speed.count_host_syncs() as counter:
+        torch.ones(3, device=torch.device("cpu")).sum().item()
+    assert counter.intact and len(counter) == 1

@@ -362,3 +362,10 @@ def test_the_shadowing_rule_can_fail():
     assert _functions_that_shadow_gettext("def f():\n    for _ in range(2):\n        pass\n    return _('x')\n") == \
         ["f (line 1)"]
     assert _functions_that_shadow_gettext("def g():\n    return [_('x') for _n in range(2)]\n") == []
+
+
+def test_a_hidden_checks_label_is_not_shipped_in_the_catalog():
+    """helpers.po ships in every learner's package: a label inside a hidden block would tell the hidden case."""
+    source = ('check(x, tr("a visible case"))\n### BEGIN HIDDEN TESTS\ncheck(y, tr("a secret case"))\n'
+              '### END HIDDEN TESTS\npassed(tr("after"))\n')
+    assert [text for _line, text in tr.notebook_messages(source)] == ["a visible case", "after"]

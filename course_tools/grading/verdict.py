@@ -129,6 +129,32 @@ def what_it_is(value: object) -> tuple:
     return (id(code), tuple(map(id, defaults)), tuple(sorted((k, id(v)) for k, v in kwdefaults.items())), tuple(cells))
 
 
+#: Modules whose constants decide a verdict (``ch08.MAX_SYNCS``, the sync counter's file names for torch's own
+#: bookkeeping, ``bench.compare``'s noise rule): their values are watched too, not only their functions.
+SETTING_MODULES = ("helpers.checks.", "helpers.speed", "helpers.benchmark", "helpers.record")
+
+
+def watched_settings(modules: dict[str, object]) -> dict[tuple[str, str], object]:
+    """(module, name) -> what a constant of a :data:`SETTING_MODULES` module is: its identity, and for an
+    ALL_CAPS list, dict or set the identities of what it holds (so ``COURSE_VERSIONS.pop(...)`` is found too).
+    Lower-case module-level values (caches) are the module's own business."""
+    found: dict[tuple[str, str], object] = {}
+    for name, module in modules.items():
+        if not name.startswith(SETTING_MODULES):
+            continue
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("__") or callable(value) or type(value) is type(sys):
+                continue
+            shape: object = id(value)
+            if attr.lstrip("_").isupper() and type(value) in (list, dict, set):
+                items = dict.items(value) if type(value) is dict else enumerate(value) if type(value) is list \
+                    else ((id(v), v) for v in value)
+                shape = (id(value), tuple(sorted((k if type(k) in (str, int) else str(id(k)), id(v))
+                                                 for k, v in items)))
+            found[(name, attr)] = shape
+    return found
+
+
 class Guard:
     """A snapshot of the grader's surface; :meth:`changes` names what was replaced or removed since.
 
@@ -143,6 +169,7 @@ class Guard:
         self.attributes = watched_attributes(self.owners)
         self.shapes = {key: what_it_is(value) for key, value in self.attributes.items()}
         self.modules = {name: module for name, module in self.owners.items() if isinstance(module, type(sys))}
+        self.settings = watched_settings(self.modules)
 
     def changes(self) -> list[str]:
         now = watched_attributes(self.owners)
@@ -153,6 +180,9 @@ class Guard:
             elif what_it_is(value) != self.shapes[(owner, attr)]:
                 found.append(f"{owner}.{attr} (changed in place)")
         found += [f"sys.modules[{name!r}]" for name, module in self.modules.items() if sys.modules.get(name) is not module]
+        now_settings = watched_settings(self.modules)
+        found += [f"{owner}.{attr}" for (owner, attr), value in self.settings.items()
+                  if now_settings.get((owner, attr), Guard) != value]
         return found
 
 
