@@ -31,6 +31,7 @@ from helpers.checks.core import CheckFailed, check, check_close, check_equal, ch
 from helpers.checks.patching import patched, record_calls
 from helpers.i18n import N_, _
 from helpers.models import flat_grads, flat_params
+from helpers.record import Record
 
 __all__ = [
     "Accumulated",
@@ -220,6 +221,33 @@ class WatchedStep:
         return self.step(n)
 
 
+class TrialLog:
+    """Wraps ``step(n)`` and records ``(n, fitted)`` for each trial, where the grader can vouch for it
+    (:class:`helpers.record.Record`): a search's answer must be shown by its trials, not computed from the budget
+    handed to it (which a learner's code can read)."""
+
+    def __init__(self, step: Callable[[int], Any]) -> None:
+        self.step, self.log = step, Record()
+        self.__name__ = getattr(step, "__name__", "step")
+
+    def __call__(self, n: int) -> Any:
+        try:
+            result = self.step(n)
+        except torch.OutOfMemoryError:
+            self.log.append((n, False))
+            raise
+        self.log.append((n, True))
+        return result
+
+    def shown(self, n: int, lo: int, hi: int) -> bool:
+        """Whether the trials prove ``n`` is the answer: n fitted and n + 1 did not (or n is ``hi``); 0 when ``lo``
+        did not fit."""
+        tried = set(self.log)
+        if n == 0:
+            return (lo, False) in tried
+        return (n, True) in tried and (n == hi or (n + 1, False) in tried)
+
+
 def _search_case(per_sample: int, fixed: int, largest: int) -> tuple[Callable[[int], None], memory.MemoryBudget]:
     """A step needing ``fixed + per_sample * n`` bytes, and a budget in which ``largest`` is the most that fits."""
     if per_sample <= 0 or fixed < 0 or largest < 0:
@@ -271,8 +299,9 @@ def check_largest(max_batch_size: Callable, per_sample: int, fixed: int, largest
     A non-int answer passes here: :func:`check_search_fits` reports it.
     """
     step, budget = _search_case(per_sample, fixed, largest)
+    trials = TrialLog(step)
     kwargs, lo, hi = _bounds(start, limit)
-    n = search_result(max_batch_size, step, budget, **kwargs)
+    n = search_result(max_batch_size, trials, budget, **kwargs)
     if not isinstance(n, int):
         return
     want = min(largest, hi)
@@ -281,6 +310,11 @@ def check_largest(max_batch_size: Callable, per_sample: int, fixed: int, largest
     check(n <= hi, case + " " + _("Never try or return a size beyond limit: double with min(2 * n, limit)."))
     check(n >= want, case + " " + _("Doubling alone stops at a power of two: after the first size that fails, bisect "
                                     "between the last size that fitted and it (and never go beyond limit)."))
+    check(trials.log.intact() and trials.shown(n, lo, hi),
+          _("max_batch_size returned {n}, the right size, but its trials do not show it: the answer must come from "
+            "running step(n), with step({n}) fitting and step({above}) running out of memory (unless {n} is limit, or "
+            "0 because step(start) failed). Search by trying sizes; do not compute the size from the budget.").format(
+              n=n, above=n + 1))
 
 
 def check_recovers_outside_except(max_batch_size: Callable, per_sample: int, fixed: int, largest: int) -> None:
