@@ -249,6 +249,7 @@ class SimulatedDevice:
         self.free_at = start  # when the device finishes its queued work
         self.calls = 0
         self.log = Record()  # the grader keeps a copy: a log the learner's code rewrote is found (trusted_log)
+        self.readings = Record()  # the virtual time each clock read returned: what a measured result comes from
         self._owner: int | None = None
         self._event_class: type[SimulatedEvent] | None = None
         self._stream = SimulatedStream(self)
@@ -293,6 +294,7 @@ class SimulatedDevice:
     def read_clock(self) -> float:
         """The virtual host time in seconds (recorded as a ``("clock", busy)`` event)."""
         self.log.append(("clock", self.busy))
+        self.readings.append(self.now)
         return self.now
 
     def events(self, kind: str) -> list[tuple]:
@@ -382,7 +384,7 @@ class SimulatedDevice:
 def trusted_log(fake: Any, log: Record) -> None:
     """Fail unless ``fake.log`` is still ``log`` and holds exactly what the course's code recorded: a verdict read
     from a log the learner's code cleared or rewrote would be the learner's verdict, not the check's."""
-    check(fake.log is log and log.intact(),
+    check(fake.log is log and log.intact() and getattr(fake, "readings", log).intact(),
           _("while this check watched your code, your code changed the check's record of what it did (the log of "
             "its simulated device); the check cannot judge from it. Time the work through the functions you were "
             "given; leave the check's objects alone."))
@@ -665,10 +667,29 @@ def _within(seconds: float, low: float, high: float, scale: float = 1.0) -> bool
     return low * scale * (1 - 1e-3) <= seconds <= high * scale * (1 + 1e-3)
 
 
+def measured(sim: SimulatedDevice, seconds: float) -> bool:
+    """Whether the clock reads show ``seconds``: it lies between the shortest and the longest interval between
+    two consecutive clock reads (the intervals that timed something). A timer that times with CUDA events is
+    judged by :func:`event_verdict` instead. A right number the clock never showed was not measured: it was read
+    out of the simulated device (its kernel's durations, its queue), which a learner's code can reach."""
+    if sim.events("elapsed"):
+        return True
+    readings = list(sim.readings)
+    gaps = [b - a for a, b in zip(readings, readings[1:]) if b - a > 1e-12]
+    return bool(gaps) and min(gaps) * (1 - 1e-3) <= seconds <= max(gaps) * (1 + 1e-3)
+
+
+NOT_MEASURED = N_("time_on_device returned {got}, the right time, but no interval between its clock reads shows "
+                  "it: the result must come from reading a clock (after a synchronize) around the calls, not from "
+                  "the simulated device's own numbers. Time the calls; leave the check's objects alone.")
+
+
 def untimed_warmup_verdict(sim: SimulatedDevice, result: Any, warmup: int, durations: Sequence[float]) -> str | None:
     """None unless the slow warm-up calls are in the result (timing them and dropping their times is fine)."""
     low, high = _middle(durations[warmup:])
     seconds = as_seconds(result)
+    if seconds is not None and _within(seconds, low, high) and not measured(sim, seconds):
+        return _(NOT_MEASURED).format(got=format_seconds(seconds))
     if sim.calls != len(durations) or seconds is None or _within(seconds, low, high):
         return None  # the call count and the statistic are the business of the checks around this one
     timed_warmups = warmup - min(warmup, sim.calls_before_first_clock())
@@ -733,7 +754,7 @@ def median_verdict(sim: SimulatedDevice, result: Any, durations: Sequence[float]
         return _(NEVER_CALLED)
     windows = [timed, list(durations[sim.calls_before_first_clock():sim.calls])]
     if any(w and _within(seconds, *_middle(w)) for w in windows):
-        return None
+        return None if measured(sim, seconds) else _(NOT_MEASURED).format(got=format_seconds(seconds))
     return _median_mistake(seconds, timed)
 
 
