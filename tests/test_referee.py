@@ -292,3 +292,43 @@ SETTINGS = {
 def test_a_constant_a_verdict_reads_is_watched_too(worker, case):
     result = _judge(worker, SETTINGS[case], CHECK)
     assert result["tampered"], (case, result)
+
+
+def test_a_definition_that_claims_a_file_of_torch_is_still_the_learners(worker):
+    """Code made in the notebook under torch's file name (so its frames look like torch's) is relabelled when it
+    loads: its frame reading is refused, and the sync counter would not take its loop for torch's bookkeeping."""
+    import torch
+
+    namespace: dict = {"__name__": "__main__"}
+    source = ("import sys\ndef answer(x):\n    frame = sys._getframe(1)\n    while frame is not None and 'want' not in "
+              "frame.f_globals:\n        frame = frame.f_back\n    return frame.f_globals['want'] if frame else 0\n")
+    exec(compile(source, torch.optim.__file__, "exec"), namespace)
+    result = worker.judge(CHECK, cloudpickle.dumps({"answer": namespace["answer"]}), cap=100_000)["result"]
+    assert any("sys._getframe" in t for t in result["tampered"]), result
+    where = worker.judge("print(answer.__code__.co_filename)\n", cloudpickle.dumps({"answer": namespace["answer"]}),
+                         cap=100_000)
+    assert where["stdout"].startswith("<") and torch.__file__ not in where["stdout"], where  # cloudpickle's own
+    # "<dynamic-code>", or the referee's "<learner: ...>" where a cloudpickle keeps the file name
+
+
+def test_code_made_under_the_graders_names_while_loading_is_refused(worker):
+    class Stash:
+        def __reduce__(self):  # compiles a frame reader under torch's name while the grader loads, keeps it in builtins
+            import torch
+
+            return (eval, (f"__import__('builtins').__setattr__('peek', eval(compile('lambda: __import__(\"sys\")."
+                           f"_getframe(2)', {torch.__file__!r}, 'eval'))) or (lambda x: 0)",))
+
+    report = worker.judge(CHECK, cloudpickle.dumps({"answer": Stash()}), cap=100_000)
+    assert report["result"]["tampered"], report
+
+
+def test_relabelling_reaches_nested_code():
+    import torch
+
+    namespace: dict = {}
+    exec(compile("def outer():\n    def inner():\n        return 1\n    return inner\n", torch.__file__, "exec"), namespace)
+    code = referee._relabelled(namespace["outer"].__code__)
+    inner = next(c for c in code.co_consts if hasattr(c, "co_filename"))
+    assert code.co_filename == inner.co_filename == f"<learner: {torch.__file__}>"
+    assert referee._relabelled(code).co_filename == code.co_filename  # once is enough

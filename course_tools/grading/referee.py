@@ -118,6 +118,7 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
     exercises: list[tuple[str, object]] = []  # (exercise, token) of the solved() calls running now
     refusals: list[str] = []
     lifted: list[tuple[str, object]] = []  # course versions a check allows for a while (chapter 01's crossover)
+    made_while_loading: list[tuple[str, str]] = []  # (file, name) of code rebuilt under a grader's file name
     records: dict[int, tuple] = {}  # id(key) -> (key, entries): helpers.record.Record's copies
     sent = [False]
     loading = [True]
@@ -144,13 +145,14 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
         return bool(helpers_root) and path.startswith(os.path.join(os.path.abspath(helpers_root), "helpers") + os.sep) \
             or bool(optim_dir) and path.startswith(optim_dir)
 
-    def learners(code) -> bool:
-        if id(code) in made_by_learner:
-            return True
-        name = code.co_filename
+    def learner_name(name: str) -> bool:
+        """A file name outside the grader's: not the standard library, installed packages, helpers, pseudo-files."""
         if name in pseudo or name.startswith("<frozen "):
             return False
-        return not os.path.abspath(name).startswith(roots) if not name.startswith("<") else True
+        return name.startswith("<") or not os.path.abspath(name).startswith(roots)
+
+    def learners(code) -> bool:
+        return id(code) in made_by_learner or learner_name(code.co_filename)
 
     def learner_on_stack(frame) -> bool:
         while frame is not None and frame.f_code is not judge_code:  # below the judge: the worker's own frames
@@ -212,8 +214,15 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
             refuse("hook")
         elif event in ("compile", "code.__new__", "function.__new__"):
             filename = args[1] if event != "function.__new__" else getattr(args[0], "co_filename", None)
-            if grader_file(filename) and (loading[0] or learner_on_stack(getframe(2))):
-                refuse("disguise", str(filename))
+            if not isinstance(filename, str) or learner_name(filename):
+                return
+            if loading[0]:  # cloudpickle rebuilds code (a torch decorator's closure, by value); it never compiles
+                if event == "compile":
+                    refuse("disguise", filename)
+                if event == "code.__new__":
+                    made_while_loading.append((filename, args[2]))
+            elif asked_by_learner(getframe(2)):
+                refuse("disguise", filename)
         elif event == EXERCISE_EVENT:
             action, name, token = args
             frame = getframe(2)
@@ -272,10 +281,21 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
             busy.discard(me)
 
     def loaded(objects: object) -> None:
-        """The learner's definitions are in: every code object they hold is the learner's, whatever its name."""
+        """The learner's definitions are in: every code object they hold is the learner's, whatever its name, and
+        a function among them that claims a file of the standard library, torch or the course is relabelled
+        ``<learner: file>``, so that code reading file names (the sync counter's "torch's own bookkeeping") is
+        not fooled either."""
+        brought = {(code.co_filename, code.co_name) for code in _codes(objects)}
+        for function in _functions(objects):
+            code = function.__code__
+            if not learners(code):
+                function.__code__ = _relabelled(code)
         for code in _codes(objects):
             made_by_learner[id(code)] = code
         loading[0] = False
+        stashed = sorted({f"{name} ({file})" for file, name in made_while_loading if (file, name) not in brought})
+        if stashed:  # made under a grader's file name while loading, and kept somewhere else than the definitions
+            refusals.append(REFUSALS["disguise"].format(name=", ".join(stashed[:3])))
 
     sys.addaudithook(hook)
     return loaded
@@ -283,8 +303,32 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
 
 
 
-def _codes(root: object, limit: int = 100_000) -> list:
+def _relabelled(code):
+    """``code`` and the code nested in it under the file name ``<learner: its file>``."""
+    import types
+
+    consts = tuple(_relabelled(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    name = code.co_filename if code.co_filename.startswith("<learner: ") else f"<learner: {code.co_filename}>"
+    return code.replace(co_filename=name, co_consts=consts)
+
+
+def _functions(root: object) -> list:
+    """The functions among the objects :func:`_codes` walks (defaults, closures, classes, containers)."""
+    import types
+
+    return [obj for obj in _walk(root) if isinstance(obj, types.FunctionType)]
+
+
+def _codes(root: object) -> list:
     """Every code object reachable from ``root`` through functions, classes, containers and nested code."""
+    import types
+
+    return [obj for obj in _walk(root) if isinstance(obj, types.CodeType)]
+
+
+def _walk(root: object, limit: int = 100_000) -> list:
+    """What ``root`` reaches through functions (code, defaults, closures), methods, classes defined in the
+    notebook, containers and nested code: the learner's definitions as loaded, not the modules they name."""
     import types
 
     found, seen, todo = [], set(), [root]
@@ -293,8 +337,8 @@ def _codes(root: object, limit: int = 100_000) -> list:
         if id(obj) in seen:
             continue
         seen.add(id(obj))
+        found.append(obj)
         if isinstance(obj, types.CodeType):
-            found.append(obj)
             todo.extend(c for c in obj.co_consts if isinstance(c, types.CodeType))
         elif isinstance(obj, types.FunctionType):
             todo.append(obj.__code__)
