@@ -310,7 +310,7 @@ def check_largest(max_batch_size: Callable, per_sample: int, fixed: int, largest
     check(n <= hi, case + " " + _("Never try or return a size beyond limit: double with min(2 * n, limit)."))
     check(n >= want, case + " " + _("Doubling alone stops at a power of two: after the first size that fails, bisect "
                                     "between the last size that fitted and it (and never go beyond limit)."))
-    check(trials.log.intact() and trials.shown(n, lo, hi),
+    check(n != want or (trials.log.intact() and trials.shown(n, lo, hi)),
           _("max_batch_size returned {n}, the right size, but its trials do not show it: the answer must come from "
             "running step(n), with step({n}) fitting and step({above}) running out of memory (unless {n} is limit, or "
             "0 because step(start) failed). Search by trying sizes; do not compute the size from the budget.").format(

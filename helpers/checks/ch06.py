@@ -40,6 +40,7 @@ from helpers.ddp import PortableError, RankFailed, RunTimedOut, launch, portable
 from helpers.i18n import _
 from helpers.machine import busy_factor
 from helpers.models import MLP, make_regression
+from helpers.record import Record
 
 __all__ = [
     "check_average_gradients",
@@ -316,7 +317,11 @@ class TrainOutcome:
     failure: str | None  # the launch itself failed (a crash outside the function, a timeout)
 
 
-_OUTCOMES: dict[tuple, TrainOutcome] = {}
+#: Runs already made (the weights and the checkpoint checks share one), a cache: lower-case, so the grader's guard
+#: does not take its filling for tampering. An outcome is used only if the course's code recorded it
+#: (``_vouched``, which the grader's referee keeps a copy of): one put there by a learner's code is not.
+_outcomes: dict[tuple, TrainOutcome] = {}
+_vouched = Record()
 
 
 def _launch(fn: Any, world_size: int, args: tuple) -> tuple[list | None, str | None]:
@@ -345,15 +350,17 @@ def train_outcome(train_ddp: Any, n: int = 12, features: int = 5, epochs: int = 
     sent = _portable(train_ddp, "train_ddp")
     case = {"epochs": epochs, "batch_size": batch_size, "lr": lr, "seed": seed}
     key = (sent.fingerprint, n, features, world_size, tuple(sorted(case.items())))
-    if key not in _OUTCOMES:
+    known = _outcomes.get(key)
+    if known is None or not _vouched.intact() or not any(o is known for o in _vouched):
         x, y = make_regression(n, features, 1, seed=seed + 100)
         # first, so that forked ranks inherit what the first optimizer step imports (torch._dynamo, seconds)
         expected = reference_weights(x, y, world_size, epochs, batch_size, lr, seed)
         with tempfile.TemporaryDirectory(prefix="ch06-ckpt-") as tmp:
             checkpoint = str(Path(tmp) / "checkpoint.pt")
             records, failure = _launch(graded_train, world_size, (sent, x, y, checkpoint, case))
-        _OUTCOMES[key] = TrainOutcome({**case, "world_size": world_size}, x, y, expected, records, failure)
-    return _OUTCOMES[key]
+        known = _outcomes[key] = TrainOutcome({**case, "world_size": world_size}, x, y, expected, records, failure)
+        _vouched.append(known)
+    return known
 
 
 def _learner_error(outcome: TrainOutcome, phases: tuple[str, ...]) -> None:
