@@ -48,9 +48,62 @@ ALWAYS_EQUAL = """class Yes(int):
 def count_parameters(model):
     return Yes(0)
 """
+def _body(chapter: str, name: str) -> str:
+    """A wrong submission's code, without its header lines (``# solution``, ``# fails``, ``# says``, why)."""
+    lines = (ROOT_SUBMISSIONS / chapter / name).read_text().splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+#: Issue 33's tricks, from inside the learner's function while a check calls it: swap a verdict's code (01),
+#: call the check's own reference through a stashed default argument (03), point the sync counter's mode at
+#: another counter (08). Each falls back to the honest wrong answer when it is refused.
+CODE_SWAP_01 = """import helpers.checks.ch01 as _ch01
+
+
+def _quiet_verdicts():
+    try:
+        for _name in ("sync_verdict", "median_verdict", "untimed_warmup_verdict"):
+            getattr(_ch01, _name).__code__ = (lambda *a, **k: None).__code__
+    except Exception:
+        pass
+"""
+STASHED_03 = """import helpers.checks.ch03 as _ch03
+
+
+def training_memory(model, dtype, _reference=_ch03._expected_bytes):
+    try:
+        return _reference(model, dtype)
+    except Exception:
+        return _honest(model, dtype)
+"""
+COUNTER_OFF_08 = """from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+
+def _counter_off():
+    for mode in _get_current_dispatch_mode_stack():
+        if hasattr(mode, "counter"):
+            mode.counter = type(mode.counter)()  # count into a counter nobody reads
+"""
+
+
+def _tricked(chapter: str, name: str, function: str, prelude: str, call: str) -> str:
+    """The honest wrong answer of ``name`` with ``call`` made first thing in ``function``'s body."""
+    honest = _body(chapter, name)
+    return prelude + "\n" + honest.replace(f"def {function}(", f"def _honest_{function}(", 1) + (
+        f"\n\ndef {function}(*args, **kwargs):\n    {call}\n    return _honest_{function}(*args, **kwargs)\n")
+
+
 #: Student "tamper": chapter -> (solution grade_id, a wrong answer with a trick, the same answer without it).
-#: The trick may earn nothing: nbgrader must take exactly the points the honest wrong answer loses in process.
+#: The trick may earn nothing: nbgrader must take at least the points the honest wrong answer loses in process.
 TAMPERING = {
+    "01_why_gpus": ("time-on-device", _tricked("01_why_gpus", "no_sync.py", "time_on_device", CODE_SWAP_01,
+                                               "_quiet_verdicts()"), _body("01_why_gpus", "no_sync.py")),
+    "03_memory": ("estimate-memory", STASHED_03 + "\n" + _body("03_memory", "estimate_fixed_four_bytes.py").replace(
+        "def training_memory(", "def _honest(", 1), _body("03_memory", "estimate_fixed_four_bytes.py")),
+    "08_speed": ("train-quietly", _tricked("08_speed", "item_per_step.py", "train_quietly", COUNTER_OFF_08,
+                                           "_counter_off()"), _body("08_speed", "item_per_step.py")),
     "00_start": ("count-parameters", ALWAYS_EQUAL, "def count_parameters(model):\n    return 0\n"),
     "02_devices": ("choose-device", PATCH_CHECKS + "import torch\n\ndef choose_device(requested=None):\n"
                    "    return torch.device('cpu')\n", "import torch\n\ndef choose_device(requested=None):\n"
@@ -159,7 +212,8 @@ def check_mistakes_lose_exactly_their_points_under_nbgrader_as_in_process(graded
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", sorted(TAMPERING))
 def test_tampering_earns_nothing_beyond_the_honest_wrong_answer(graded, chapter):
-    """The trick that earned points while checks ran in the kernel earns none now (issue 24)."""
+    """The tricks that earned points while checks ran in the kernel (issue 24), or from inside a checked
+    function (issue 33), earn none now: the answer loses at least what the honest wrong answer loses."""
     grade_id, _, honest = TAMPERING[chapter]
     with Gradebook(f"sqlite:///{graded(chapter) / 'gradebook.db'}") as gb:
         scores = _cell_scores(gb, chapter, "tamper")
@@ -167,7 +221,7 @@ def test_tampering_earns_nothing_beyond_the_honest_wrong_answer(graded, chapter)
     in_process = run_graded_cells(load(solution_path(chapter)), {grade_id: honest})
     honest_lost = {g for g, r in in_process.items() if not r.passed}
     assert honest_lost, f"{chapter}: the honest wrong answer loses nothing, so this case proves nothing"
-    assert lost == honest_lost, f"{chapter}: tampering changed the verdict: lost {sorted(lost)}, honest {sorted(honest_lost)}"
+    assert lost >= honest_lost, f"{chapter}: tampering earned points: lost {sorted(lost)}, honest {sorted(honest_lost)}"
 
 
 @pytest.mark.slow

@@ -59,8 +59,10 @@ patch_in_call,       definitions are loaded; ``exit_success``
 trojan, exit_success ends that process with code 0;
 code_swap, frame_read,  issue 33: a check's ``__code__`` swapped, the
 gc_snapshot,            check's frames read, the guard's snapshot
-forged_report           emptied through gc, a report written to the
-                        child's pipe: each refused or found (tampered)
+forged_report,          emptied through gc, a report written to the
+stashed_reference,      child's pipe, a check's reference kept in a
+raised_cap              default argument, a verdict's constant raised:
+                        each refused or found (tampered)
 all_stripped         nbgrader metadata removed from every cell   unreadable   none
                      (work copied into a new notebook)
 bad_json             not JSON at all                             unreadable   none
@@ -388,6 +390,21 @@ def square(x):
     return 0
 """
 
+STASHED_REFERENCE = """import helpers.checks.ch08 as ch08
+
+def square(x, _reference=ch08.expected_decision):  # a check module's reference, kept where no tripwire looks
+    try:
+        _reference(1.0, [2.0], [1.0], 3)
+    except Exception:
+        pass
+    return 0
+"""
+RAISED_CAP = """def square(x):
+    import helpers.checks.ch08 as ch08
+    ch08.MAX_SYNCS = 10 ** 9  # a constant a verdict reads, changed while the check runs
+    return 0
+"""
+
 
 def _tampered(trick: str, square: str = "def square(x):\n    return 0\n"):
     return lambda nb: _solve(nb, square=f"{trick}\n{square}")
@@ -404,10 +421,13 @@ code_swap = _tampered("", CODE_SWAP)
 frame_read = _tampered("", FRAME_READ)
 gc_snapshot = _tampered("", GC_SNAPSHOT)
 forged_report = _tampered("", FORGED_REPORT)
+stashed_reference = _tampered("", STASHED_REFERENCE)
+raised_cap = _tampered("", RAISED_CAP)
 TAMPERING = {"patch_checks": patch_checks, "stand_in_module": stand_in_module,
              "silenced_traceback": silenced_traceback, "always_equal": always_equal, "patch_in_call": patch_in_call,
              "trojan": trojan, "exit_success": exit_success, "code_swap": code_swap, "frame_read": frame_read,
-             "gc_snapshot": gc_snapshot, "forged_report": forged_report}
+             "gc_snapshot": gc_snapshot, "forged_report": forged_report, "stashed_reference": stashed_reference,
+             "raised_cap": raised_cap}
 
 
 def all_stripped(nb):
@@ -468,6 +488,8 @@ OUTCOMES = {
     "frame_read": ("tampered", 2.0, "reached into part of the grader"),
     "gc_snapshot": ("tampered", 2.0, "reached into part of the grader"),
     "forged_report": ("tampered", 2.0, "reached into part of the grader"),
+    "stashed_reference": ("tampered", 2.0, "reached into part of the grader"),
+    "raised_cap": ("tampered", 2.0, "reached into part of the grader"),
     "exit_success": ("crashed", 2.0, "square-check"),
 }
 
