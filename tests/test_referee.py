@@ -116,10 +116,30 @@ def answer(x):
 """,
 }
 
+#: A constant a verdict reads, changed from inside the function: the guard watches those too.
+SETTINGS = {
+    "raised_cap": """def answer(x):
+    import helpers.checks.ch08 as ch08
+    ch08.MAX_SYNCS = 10 ** 9  # the cap on host reads, raised
+    return 42
+""",
+    "bookkeeping_path": """def answer(x):
+    import helpers.speed as speed
+    speed._TORCH_CPU_BOOKKEEPING = '/'  # every frame reads as torch's own bookkeeping: nothing counted
+    return 42
+""",
+    "course_versions_emptied": """def answer(x):
+    from helpers.checks.delegation import COURSE_VERSIONS
+    COURSE_VERSIONS['compile_pays'].clear()
+    COURSE_VERSIONS.pop('train_quietly')
+    return 42
+""",
+}
 
-@pytest.mark.parametrize("case", sorted(TAMPERING))
+
+@pytest.mark.parametrize("case", sorted(TAMPERING | SETTINGS))
 def test_tampering_from_inside_a_checked_function_is_refused_or_found(worker, case):
-    result = _judge(worker, TAMPERING[case], CHECK)
+    result = _judge(worker, {**TAMPERING, **SETTINGS}[case], CHECK)
     assert result["tampered"], (case, result)
 
 
@@ -266,34 +286,6 @@ def test_the_announcement_rule_can_fail(monkeypatch):
     monkeypatch.setitem(delegation.COURSE_VERSIONS, "choose_device", {"helpers.device:synchronize": ""})
     with pytest.raises(AssertionError, match="helpers.device:synchronize"):
         test_every_course_version_announces_itself_to_the_referee()
-
-
-SETTINGS = {
-    "raised_cap": """def answer(x):
-    import helpers.checks.ch08 as ch08
-    ch08.MAX_SYNCS = 10 ** 9  # the cap on host reads, raised
-    return 42
-""",
-    "bookkeeping_path": """def answer(x):
-    import helpers.speed as speed
-    speed._TORCH_CPU_BOOKKEEPING = '/'  # every frame reads as torch's own bookkeeping: nothing counted
-    return 42
-""",
-    "course_versions_emptied": """def answer(x):
-    from helpers.checks.delegation import COURSE_VERSIONS
-    COURSE_VERSIONS['compile_pays'].clear()
-    COURSE_VERSIONS.pop('train_quietly')
-    return 42
-""",
-}
-
-
-@pytest.mark.parametrize("case", sorted(SETTINGS))
-def test_a_constant_a_verdict_reads_is_watched_too(worker, case):
-    result = _judge(worker, SETTINGS[case], CHECK)
-    assert result["tampered"], (case, result)
-
-
 def test_a_definition_that_claims_a_file_of_torch_is_still_the_learners(worker):
     """Code made in the notebook under torch's file name (so its frames look like torch's) is relabelled when it
     loads: its frame reading is refused, and the sync counter would not take its loop for torch's bookkeeping."""
