@@ -90,7 +90,9 @@ def test_a_learners_own_binding_of_the_course_version_trips_and_is_put_back(cell
 
 
 def test_no_function_has_its_code_swapped():
-    """Delegation goes through the one patching utility: nothing in either package assigns a ``__code__``."""
+    """Delegation goes through the one patching utility: nothing in either package assigns a ``__code__``, but the
+    referee relabelling the learner's own definitions as they load (``referee.arm``'s ``loaded``: a definition
+    that claims a file of torch's or the course's is renamed ``<learner: ...>``; it changes no behaviour)."""
     import ast
     from pathlib import Path
 
@@ -100,7 +102,8 @@ def test_no_function_has_its_code_swapped():
              if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
              for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
              if isinstance(target, ast.Attribute) and target.attr == "__code__"]
-    assert swaps == []
+    relabel = [s for s in swaps if s.startswith("course_tools/grading/referee.py:")]
+    assert len(relabel) == 1 and swaps == relabel, swaps
 
 
 def test_a_course_version_failure_is_a_check_failure():
