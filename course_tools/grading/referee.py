@@ -181,6 +181,20 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
             frame = frame.f_back
         return None
 
+    def from_course() -> bool:
+        """Whether the event was raised by the course's code (helpers) on behalf of code that is not the
+        learner's: the frame that raised it (3 up from here: this function, judge, hook) is a course file, and
+        the frame that called that one is not the learner's."""
+        raiser, asker = getframe(3), getframe(4)
+        return grader_file(raiser.f_code.co_filename) and asker is not None and not learners(asker.f_code)
+
+    def track(stack: list, action: str, value: object, token: object) -> None:
+        """Push ``(value, token)`` on "enter"/"push"; on anything else pop the top, if it is this token's."""
+        if action in ("enter", "push"):
+            stack.append((value, token))
+        elif stack and stack[-1][1] is token:
+            stack.pop()
+
     def refuse(kind: str, name: str = "") -> None:
         what = REFUSALS[kind].format(name=name)
         refusals.append(what)
@@ -224,22 +238,13 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
             elif asked_by_learner(getframe(2)):
                 refuse("disguise", filename)
         elif event == EXERCISE_EVENT:
-            action, name, token = args
             frame = getframe(2)
             if grader_file(frame.f_code.co_filename) and not learners(frame.f_code):
-                if action == "enter":
-                    exercises.append((name, token))
-                elif exercises and exercises[-1][1] is token:
-                    exercises.pop()
+                track(exercises, *args)
         elif event == ALLOW_EVENT:
-            asker = getframe(3)
-            if not grader_file(getframe(2).f_code.co_filename) or asker is None or learners(asker.f_code):
+            if not from_course():
                 refuse("record", event)
-            action, spec, token = args
-            if action == "push":
-                lifted.append((spec, token))
-            elif lifted and lifted[-1][1] is token:
-                lifted.pop()
+            track(lifted, *args)
         elif event == VERSION_EVENT:
             spec = args[0]
             owners = versions.get(spec) or (frozenset({"*"}) if spec.startswith("helpers.checks.") else frozenset())
@@ -250,8 +255,7 @@ def arm(*, key: bytes, fd: int, helpers_root: str | None, judge_code, versions: 
                     refusals.append(f"called the course's own version `{spec}`")
                     raise (version_error(spec) if version_error else Refused(spec))
         elif event in (RECORD_EVENT, RECORDS_EVENT):
-            asker = getframe(3)  # the frame that called helpers.record.Record's method
-            if not grader_file(getframe(2).f_code.co_filename) or asker is None or learners(asker.f_code):
+            if not from_course():  # raised by helpers.record.Record, for the course's code
                 refuse("record", event)
             if event == RECORD_EVENT:
                 records.setdefault(id(args[0]), (args[0], []))[1].append(args[1])
