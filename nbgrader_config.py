@@ -26,6 +26,9 @@ c.Exchange.root = str(_exchange_root)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+# collect takes only a learner's own regular files, as the Unix user the submission's name claims, with no
+# future timestamp; every refusal is logged and shown in the status table (course_tools/grading/collect.py)
+c.ExchangeFactory.collect = "course_tools.grading.collect.SafeExchangeCollect"
 
 # A learner who deletes a test cell, or strips its metadata, must not turn it into
 # "needs manual grade" with no score: put the cell back from the source and grade it.

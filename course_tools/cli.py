@@ -12,6 +12,8 @@
                                                  or what keeps them from being complete (translations/ko/, ko/)
     gpu-check [--dry-run] [--rehearse --out D]   check the whole course on a CUDA GPU; results/<gpu>/<chapter>.json
     gpu-wheelhouse [--dest D]                    download the wheels the GPU machine lacks (default .whl)
+    classroom secure|check|hub ...               a shared classroom: permissions, and JupyterHub with real users
+                                                 (python -m course_tools classroom --help)
 
 Every command takes ``--course DIR`` (default: the folder with nbgrader_config.py,
 from the current one upwards). Exit code: 0 when the command did its job (a
@@ -30,7 +32,8 @@ __all__ = ["main"]
 #: the GPU check's commands keep their own argument parsers (course_tools.gpu_check)
 GPU_COMMANDS = ("gpu-check", "gpu-wheelhouse")
 GPU_EPILOG = ("gpu-check [--dry-run]: check the whole course on a CUDA GPU (python -m course_tools gpu-check --help); "
-              "gpu-wheelhouse [--dest D]: the wheels the GPU machine lacks")
+              "gpu-wheelhouse [--dest D]: the wheels the GPU machine lacks; "
+              "classroom secure|check|hub: a shared classroom (python -m course_tools classroom --help)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -126,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in GPU_COMMANDS:
         return _gpu(argv[0], argv[1:])
+    if argv[:1] == ["classroom"]:  # its own parser: it takes no course folder (course_tools.classroom.cli)
+        from course_tools.classroom.cli import main as classroom_main
+
+        return classroom_main(argv[1:])
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:

@@ -7,7 +7,9 @@ counts here exactly as in ``nbgrader export``, and is listed in the detail. A
 run that crashed, timed out or could not be read has no score (and ``grade``
 removed any old one from the gradebook), so it can never look like a plain 0.
 Rows: every student on the roster or with a submission, times every
-assignment in the gradebook or submitted.
+assignment in the gradebook or submitted; and every (student, assignment)
+that collect refused a folder for (``course_tools.grading.collect``): status
+``refused`` where nothing was collected, else a note in the detail.
 
 CSV columns: the student, the assignment, score, max_score, status, detail,
 the submission's ``timestamp`` (nbgrader's ``timestamp.txt``), ``due`` and
@@ -27,7 +29,8 @@ from traitlets.config import Configurable
 
 from course_tools.grading.course import Course
 from course_tools.grading.scores import submission_scores
-from course_tools.grading.status import MISSING, NOT_GRADED
+from course_tools.grading.collect import load_refusals
+from course_tools.grading.status import MISSING, NOT_GRADED, REFUSED, REFUSED_NOTE
 
 __all__ = ["CSV_COLUMNS", "Deadlines", "rows", "format_table", "write_csv"]
 
@@ -65,15 +68,30 @@ def _fmt(when) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else ""
 
 
-def _record(course, gb, stored, submitted, people, in_gradebook, sid, name) -> dict | None:
+def _refused(course: Course) -> dict[tuple[str, str], str]:
+    """(student, assignment) -> what collect refused in that student's name, and why (newest folder first)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for r in sorted(load_refusals(course.autograded_dir), key=lambda r: r["folder"], reverse=True):
+        found.setdefault((r["student"], r["assignment"]), []).append(f"{r['folder']}: {r['reason']}")
+    return {key: f"{REFUSED_NOTE}: " + "; ".join(reasons) for key, reasons in found.items()}
+
+
+def _with_note(detail: str, note: str) -> str:
+    return "; ".join(d for d in (detail, note) if d)
+
+
+def _record(course, gb, stored, submitted, people, in_gradebook, sid, name, refused="") -> dict | None:
     rec = stored.get(f"{sid}/{name}")
     if rec is None:
         if (sid, name) in submitted:
-            return {"status": NOT_GRADED, "score": None, "max_score": None, "detail": "submitted; run grade"}
+            return {"status": NOT_GRADED, "score": None, "max_score": None,
+                    "detail": _with_note("submitted; run grade", refused)}
+        if refused:
+            return {"status": REFUSED, "score": None, "max_score": None, "detail": refused}
         if sid in people and name in in_gradebook:
             return {"status": MISSING, "score": None, "max_score": None, "detail": "nothing submitted"}
         return None
-    rec = dict(rec, cells={})
+    rec = dict(rec, cells={}, detail=_with_note(rec["detail"], refused))
     if rec["score"] is not None:
         live = submission_scores(gb, course, name, sid)
         if live is None:
@@ -90,18 +108,22 @@ def rows(course: Course, assignment: str | None = None, student: str | None = No
     """One row per (student, assignment), sorted; stable between runs."""
     stored = course.load_outcomes()
     submitted = set(course.submissions())
+    refused = _refused(course)
     with course.gradebook() as gb:
         people = {s.id: (s.first_name or "", s.last_name or "") for s in gb.students}
         in_gradebook = {a.name for a in gb.assignments}
         due = _due_dates(course, gb)
-        students = set(people) | {s for s, _ in submitted} | {r["student"] for r in stored.values()}
-        assignments = in_gradebook | {a for _, a in submitted} | {r["assignment"] for r in stored.values()}
+        students = set(people) | {s for s, _ in submitted} | {r["student"] for r in stored.values()} | {
+            s for s, _ in refused}
+        assignments = in_gradebook | {a for _, a in submitted} | {r["assignment"] for r in stored.values()} | {
+            a for _, a in refused}
         table = []
         for sid in sorted(students):
             for name in sorted(assignments):
                 if (assignment and name != assignment) or (student and sid != student):
                     continue
-                rec = _record(course, gb, stored, submitted, people, in_gradebook, sid, name)
+                rec = _record(course, gb, stored, submitted, people, in_gradebook, sid, name,
+                              refused.get((sid, name), ""))
                 if rec is None:
                     continue
                 when = _timestamp(course, sid, name) if (sid, name) in submitted else None
@@ -136,7 +158,7 @@ def format_table(table: list[dict]) -> str:
     for s in students:
         lines.append("  ".join(v.ljust(w) for v, w in zip([s, *(cells.get((s, a), "") for a in assignments)], widths)))
     notes = [f"  {r['student_id']}/{r['assignment']}: {r['status']}: {r['detail']}" for r in table
-             if r["detail"] and r["status"] not in (MISSING, NOT_GRADED)]
+             if r["detail"] and (r["status"] not in (MISSING, NOT_GRADED) or REFUSED_NOTE in r["detail"])]
     if notes:
         lines += ["", "details:", *notes]
     return "\n".join(lines)

@@ -33,9 +33,12 @@ A score is only ever taken from the gradebook after a run that finished (exit
 code 0): a run that crashed or was killed has no score, never a plain 0, and
 ``grade`` removes any older score of it from the gradebook.
 
-Two statuses are not outcomes of grading but appear in tables and the CSV:
-``missing`` (on the roster, nothing submitted) and ``not graded`` (submitted,
-not graded yet).
+Three statuses are not outcomes of grading but appear in tables and the CSV:
+``missing`` (on the roster, nothing submitted), ``not graded`` (submitted,
+not graded yet) and ``refused`` (nothing collected, but collect refused an
+inbound folder in this student's name: a symlink, another user's file, a
+future timestamp; ``course_tools/grading/collect.py``). A refusal beside a
+collected submission is listed in that row's detail.
 
 Why "differs from the checksum it was released with" for ``tampered``: a cell
 that still matches the checksum stored in its own metadata is the version the
@@ -68,6 +71,8 @@ __all__ = [
 STATUSES = ("unknown", "unreadable", "crashed", "timed out", "tampered", "wrong", "graded")
 MISSING = "missing"
 NOT_GRADED = "not graded"
+REFUSED = "refused"
+REFUSED_NOTE = "refused at collect"
 
 MEMORY_TEXTS = ("can't allocate memory", "cannot allocate memory", "not enough memory")
 
