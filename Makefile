@@ -37,8 +37,14 @@ INSTRUCTOR_VIEW := $(abspath .jupyter/instructor)
 lab-instructor: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(INSTRUCTOR_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
 
+# JupyterHub's proxy for the classroom (tests/test_hub.py; `classroom hub`): npm's configurable-http-proxy, pinned
+# in package.json and package-lock.json. Without npm the hub test skips and says so (CI has npm and fails instead).
+PROXY := node_modules/.bin/configurable-http-proxy
+$(PROXY): package.json package-lock.json
+	@if command -v npm >/dev/null; then npm ci --no-audit --no-fund; else echo "npm is missing: tests/test_hub.py will skip (no JupyterHub proxy)"; fi
+
 # the load tests make every core busy on purpose, so they run alone, after the rest
-test: $(STAMP)
+test: $(STAMP) $(PROXY)
 	$(PY) -m pytest -m "not load" $(PYTEST_ARGS)
 	$(PY) -m pytest -m load -n 0 $(PYTEST_ARGS)
 

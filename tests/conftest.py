@@ -19,7 +19,12 @@ GPU_SKIP_REASON = "needs a CUDA GPU; this machine has none (torch.cuda.is_availa
 BROWSER_SKIP_REASON = "needs Chromium at /usr/bin/chromium (Debian's `chromium` package; .ci/run installs it)"
 #: tests/test_cuda_branches.py fakes CUDA tensors, which only a CUDA build of torch can (CI's torch-floor venv is one)
 CUDA_BUILD_SKIP_REASON = "needs a CUDA build of torch to fake CUDA tensors (this torch is a CPU-only build)"
-ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON, BROWSER_SKIP_REASON, CUDA_BUILD_SKIP_REASON)
+#: tests/classroom.py makes real Unix users (useradd) and gives files to other users (chown): root only
+ROOT_SKIP_REASON = "needs root to make Unix users and give files away (useradd, chown); CI runs as root"
+#: tests/test_hub.py starts JupyterHub, whose proxy is npm's configurable-http-proxy (package.json; .ci/run: npm ci)
+PROXY_SKIP_REASON = "needs configurable-http-proxy (run `npm ci` in the repository; .ci/run does)"
+ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON, BROWSER_SKIP_REASON, CUDA_BUILD_SKIP_REASON, ROOT_SKIP_REASON,
+                        PROXY_SKIP_REASON)
 
 
 #: A parametrized test whose id starts with a chapter (``[06_multi_gpu]``, ``[06_multi_gpu/no_barrier]``,

@@ -44,10 +44,7 @@ def played(room: Classroom):
     """The whole term: release, alice's honest work, mallory's attempts, collect and grade; what they printed."""
     teacher, alice, mallory = room.instructor, room.learners["alice"], room.learners["mallory"]
     chapter, course_id = room.chapter, room.course_id
-    room.run(teacher, "-m", "course_tools", "release", chapter, "--course", str(room.course), cwd=room.course)
-    for person in room.learners.values():
-        room.run(teacher, "-m", "nbgrader", "db", "student", "add", person.login, cwd=room.course)
-    room.run(teacher, "-m", "nbgrader", "release_assignment", chapter, cwd=room.course)
+    room.release()
 
     room.run(alice, "-m", "nbgrader", "fetch_assignment", chapter, "--course", course_id)
     assert solve(alice.home / chapter / f"{chapter}.ipynb", chapter) > 0

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from conftest import ROOT_SKIP_REASON
 from course_tools.grading.collect import Refusal, Refused, check_submission, copy_own_tree, load_refusals, save_refusals
 
 ME = __import__("pwd").getpwuid(os.getuid()).pw_name
@@ -90,7 +91,7 @@ def test_a_name_that_is_nobodys_login_is_refused(tmp_path):
     assert "no user on this machine is called" in refusal(submission(tmp_path), student="no-such-login-x9")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root (chown)")
+@pytest.mark.skipif(os.geteuid() != 0, reason=ROOT_SKIP_REASON)
 def test_a_file_of_another_user_is_refused(tmp_path):
     folder = submission(tmp_path)
     os.chown(folder / "02_devices.ipynb", 65534, 65534)

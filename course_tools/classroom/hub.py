@@ -1,0 +1,188 @@
+"""JupyterHub for a class on one server: real Unix users, the learner view for learners, formgrader for graders.
+
+``python -m course_tools classroom hub --settings classroom.json`` starts it (as root: the hub starts each
+learner's server as that learner). The settings file (JSON; an example is ``classroom.example.json`` beside
+this module) names the people and the courses:
+
+    exchange      the shared exchange root (``classroom secure`` made it sticky)
+    courses       course id -> the instructor's course folder (the English course, and ``ko/`` for Korean)
+    instructor    the login that owns the course folders; formgrader runs as this user
+    graders       logins (the instructor, teaching assistants) who may open each course's formgrader
+    learners      the learners' logins
+    ip, port      where the hub listens (default 127.0.0.1:8000); state: where it keeps its database
+
+What it sets, and why:
+
+- **PAM login with the machine's own accounts** (JupyterHub's default authenticator), only the listed logins:
+  every server and every file then belongs to a real user, which is what collect's owner check rests on.
+- **Learners' servers** (``ClassroomSpawner``) run as the learner with umask 077 (nothing they write is
+  readable by classmates), the learner view (``.jupyter/learner``: no formgrader, no Create Assignment) and
+  nbgrader's exchange root from a config folder the hub writes.
+- **One formgrader service per course id** (nbgrader's own JupyterHub layout, ``demos/demo_multiple_classes``):
+  a ``jupyterhub-singleuser`` as the instructor in the course folder with the instructor view, reachable only
+  by the group ``formgrade-<course id>``; the group ``nbgrader-<course id>`` lists the course for learners.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course_tools.classroom.permissions import LEARNER_UMASK
+
+__all__ = ["Settings", "configure", "main", "ClassroomSpawner"]
+
+#: the course repository: its Jupyter views (.jupyter/learner, .jupyter/instructor) and npm's node_modules
+REPO = Path(__file__).resolve().parents[2]
+VIEWS = REPO / ".jupyter"
+
+
+@dataclass
+class Settings:
+    exchange: Path
+    courses: dict[str, Path]
+    instructor: str
+    learners: list[str]
+    graders: list[str] = field(default_factory=list)
+    ip: str = "127.0.0.1"
+    port: int = 8000
+    state: Path = Path("/srv/jupyterhub")
+    first_service_port: int = 9990
+
+    @classmethod
+    def load(cls, path: Path) -> "Settings":
+        try:
+            raw = json.loads(Path(path).read_text())
+            return cls(exchange=Path(raw["exchange"]), courses={k: Path(v) for k, v in raw["courses"].items()},
+                       instructor=raw["instructor"], learners=list(raw["learners"]),
+                       graders=list(raw.get("graders", [raw["instructor"]])), ip=raw.get("ip", cls.ip),
+                       port=int(raw.get("port", cls.port)), state=Path(raw.get("state", cls.state)),
+                       first_service_port=int(raw.get("first_service_port", cls.first_service_port)))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise SystemExit(f"classroom hub: cannot read the settings {path}: {err!r} "
+                             "(see course_tools/classroom/classroom.example.json)") from None
+
+    @property
+    def learner_config(self) -> Path:
+        """The config folder the hub writes for learners' servers: nbgrader's exchange root."""
+        return self.state / "learner-config"
+
+
+def _tools() -> dict:
+    scripts = Path(sys.executable).parent
+    return {"singleuser": str(scripts / "jupyterhub-singleuser"),
+            "path": f"{scripts}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"}
+
+
+def configure(c, s: Settings) -> None:
+    """Set the hub's configuration on ``c`` (a traitlets ``Config``), from the class's settings."""
+    tools = _tools()
+    everyone = sorted({s.instructor, *s.graders, *s.learners})
+    c.JupyterHub.ip, c.JupyterHub.port = s.ip, s.port
+    c.JupyterHub.db_url = f"sqlite:///{s.state / 'jupyterhub.sqlite'}"
+    c.JupyterHub.cookie_secret_file = str(s.state / "jupyterhub_cookie_secret")
+    c.ConfigurableHTTPProxy.pid_file = str(s.state / "proxy.pid")
+    proxy = find_proxy()
+    if proxy:
+        c.ConfigurableHTTPProxy.command = [proxy]
+    c.JupyterHub.authenticator_class = "pam"
+    c.Authenticator.allowed_users = set(everyone)
+    c.JupyterHub.spawner_class = ClassroomSpawner
+    c.Spawner.cmd = [tools["singleuser"]]
+    c.Spawner.default_url = "/lab"
+    c.Spawner.environment = {
+        "PATH": tools["path"],
+        "JUPYTER_CONFIG_PATH": f"{s.learner_config}{os.pathsep}{VIEWS / 'learner'}",
+    }
+    groups = {"learners": {"users": sorted(s.learners)}, "graders": {"users": sorted({s.instructor, *s.graders})}}
+    roles = [{"name": "server", "scopes": ["inherit"]}]  # nbgrader's course list asks the hub as the learner
+    services = []
+    for n, (course_id, folder) in enumerate(sorted(s.courses.items())):
+        groups[f"formgrade-{course_id}"] = {"users": sorted({s.instructor, *s.graders})}
+        groups[f"nbgrader-{course_id}"] = {"users": sorted({s.instructor, *s.learners})}
+        roles += [{"name": f"formgrade-{course_id}", "groups": [f"formgrade-{course_id}"],
+                   "scopes": [f"access:services!service={course_id}"]},
+                  {"name": f"nbgrader-{course_id}", "groups": [f"nbgrader-{course_id}"],
+                   "scopes": ["list:services", f"read:services!service={course_id}"]}]
+        services.append({
+            "name": course_id, "url": f"http://127.0.0.1:{s.first_service_port + n}",
+            "command": [tools["singleuser"]], "user": s.instructor, "cwd": str(folder), "oauth_no_confirm": True,
+            "environment": {"JUPYTERHUB_DEFAULT_URL": "/lab/tree/formgrader", "PATH": tools["path"],
+                            "COURSE_ID": course_id, "COURSE_EXCHANGE": str(s.exchange),
+                            "JUPYTER_CONFIG_PATH": str(VIEWS / "instructor")},
+        })
+    c.JupyterHub.load_groups = groups
+    c.JupyterHub.load_roles = roles
+    c.JupyterHub.services = services
+
+
+def find_proxy() -> str | None:
+    """JupyterHub's proxy (npm's configurable-http-proxy): on PATH, or the course's own node_modules."""
+    local = REPO / "node_modules" / ".bin" / "configurable-http-proxy"
+    return shutil.which("configurable-http-proxy") or (str(local) if local.exists() else None)
+
+
+try:  # the hub's own classes exist only where jupyterhub is installed (the course's [test] and [classroom] extras)
+    from jupyterhub.spawner import LocalProcessSpawner
+except ImportError:  # pragma: no cover - a learner's install has no hub
+    LocalProcessSpawner = object
+
+
+class ClassroomSpawner(LocalProcessSpawner):
+    """JupyterHub's local spawner, with the learner's umask set before their server starts (077)."""
+
+    def make_preexec_fn(self, name):
+        become = super().make_preexec_fn(name)
+
+        def preexec():
+            become()
+            os.umask(LEARNER_UMASK)
+
+        return preexec
+
+
+def write_learner_config(s: Settings) -> None:
+    """What every learner's nbgrader reads: the exchange root (INSTRUCTORS.md's learner config)."""
+    s.learner_config.mkdir(parents=True, exist_ok=True)
+    (s.learner_config / "nbgrader_config.py").write_text(textwrap.dedent(f"""\
+        # written by `python -m course_tools classroom hub`: where learners fetch and submit
+        c = get_config()  # noqa: F821
+        c.Exchange.root = {str(s.exchange)!r}
+        """))
+    os.chmod(s.learner_config, 0o755)
+    os.chmod(s.learner_config / "nbgrader_config.py", 0o644)
+
+
+def main(settings_path: Path, dry_run: bool = False) -> int:
+    s = Settings.load(settings_path)
+    if dry_run:
+        from traitlets.config import Config
+
+        c = Config()
+        configure(c, s)
+        for section, values in c.items():
+            for key, value in values.items():
+                print(f"c.{section}.{key} = {value!r}")
+        return 0
+    if os.geteuid() != 0:
+        print("classroom hub: run it as root (it starts each learner's server as that learner)", file=sys.stderr)
+        return 2
+    if not find_proxy():
+        print("classroom hub: configurable-http-proxy is missing: run `npm ci` in the course folder "
+              "(package.json pins it), or install it with npm", file=sys.stderr)
+        return 2
+    s.state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_learner_config(s)
+    config = s.state / "jupyterhub_config.py"
+    config.write_text(textwrap.dedent(f"""\
+        # written by `python -m course_tools classroom hub` from {Path(settings_path).absolute()}
+        from pathlib import Path
+        from course_tools.classroom.hub import Settings, configure
+        configure(get_config(), Settings.load(Path({str(Path(settings_path).absolute())!r})))  # noqa: F821
+        """))
+    os.execv(sys.executable, [sys.executable, "-m", "jupyterhub", "-f", str(config)])
