@@ -85,3 +85,37 @@ def test_check_reports_a_world_writable_exchange_without_sticky_bit(tmp_path):
     (tmp_path / "exchange").chmod(0o777)
     rule = permissions.Rule(tmp_path / "exchange", ME, 0o1777, why="sticky")
     assert "has mode 0777, not 1777" in rule.problem()
+
+
+def test_the_kubernetes_values_pass_the_charts_schema_and_keep_the_classrooms_rules(tmp_path):
+    from course_tools.classroom import z2jh
+
+    found = z2jh.values(settings(tmp_path))
+    assert z2jh.problems(found) == []
+    config = found["singleuser"]["extraFiles"]["nbgrader-config"]["stringData"]
+    assert "configureExchange" in config and "Exchange.root" not in config, "a shared folder exchange on Kubernetes"
+    assert found["singleuser"]["storage"]["type"] == "dynamic"
+    assert found["hub"]["config"]["JupyterHub"]["authenticator_class"] not in ("dummy", "null")
+    groups = found["hub"]["extraConfig"]["00-course-groups"]
+    assert '"formgrade-gpu-pytorch-ko": {"users": ["ta", "teacher"]}' in groups
+    views = {f["mountPath"] for f in found["singleuser"]["extraFiles"].values()}
+    assert "/etc/jupyter/course-learner/jupyter_server_config.json" in views
+
+
+def test_the_schema_check_can_fail(tmp_path):
+    from course_tools.classroom import z2jh
+
+    found = z2jh.values(settings(tmp_path))
+    found["singleuser"]["storrage"] = {"type": "none"}  # a typo the chart would silently ignore without the schema
+    found["singleuser"]["extraFiles"]["nbgrader-config"].pop("mountPath")
+    wrong = z2jh.problems(found)
+    assert any("storrage" in w for w in wrong) and any("mountPath" in w for w in wrong), wrong
+
+
+def test_z2jh_writes_checked_values(tmp_path, capsys):
+    example = Path(hub.__file__).with_name("classroom.example.json")
+    out = tmp_path / "values.yaml"
+    assert cli(["classroom", "z2jh", "--settings", str(example), "--out", str(out)]) == 0
+    import yaml
+
+    assert yaml.safe_load(out.read_text())["hub"]["services"]["ngshare"]["url"].startswith("http://ngshare")

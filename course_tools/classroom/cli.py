@@ -6,6 +6,8 @@
     check  (the same arguments)          what is not as `secure` makes it; exit 1 if anything
     hub    --settings FILE [--dry-run]   start JupyterHub for the class (course_tools/classroom/hub.py);
                                          --dry-run prints the generated config instead
+    z2jh   --settings FILE [--out F]     Zero to JupyterHub values for the class (Kubernetes), checked
+                                         against the chart's schema (course_tools/classroom/z2jh.py)
 
 Exit codes: 0 done (check: nothing wrong), 1 check found problems, 2 bad usage (not root, unknown user).
 """
@@ -46,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("hub", help="start JupyterHub for the class")
     p.add_argument("--settings", type=Path, required=True, help="the class's settings (JSON; see hub.py)")
     p.add_argument("--dry-run", action="store_true", help="print the generated jupyterhub_config.py and stop")
+    p = sub.add_parser("z2jh", help="Zero to JupyterHub values for the class, checked against the chart's schema")
+    p.add_argument("--settings", type=Path, required=True, help="the class's settings (JSON; see hub.py)")
+    p.add_argument("--out", type=Path, help="write the values here (default: print them)")
     return parser
 
 
@@ -58,6 +63,10 @@ def main(argv: list[str]) -> int:
         from course_tools.classroom import hub
 
         return hub.main(args.settings, dry_run=args.dry_run)
+    if args.action == "z2jh":
+        from course_tools.classroom import z2jh
+
+        return z2jh.main(args.settings, args.out)
     try:
         for login in [args.instructor, *args.learners]:
             pwd.getpwnam(login)
