@@ -137,3 +137,13 @@ def test_refusals_are_kept_one_per_folder(tmp_path):
     save_refusals(tmp_path, [first])
     save_refusals(tmp_path, [Refusal("alice", "02_devices", "alice+02_devices+x", "in the future", "later")])
     assert [r["reason"] for r in load_refusals(tmp_path)] == ["in the future"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason=ROOT_SKIP_REASON)
+def test_a_hub_that_runs_everyone_as_jovyan_is_told_to_use_a_service_exchange(tmp_path, monkeypatch):
+    import course_tools.grading.collect as collect
+
+    folder = submission(tmp_path)
+    os.chown(folder / "02_devices.ipynb", 65534, 65534)
+    monkeypatch.setattr(collect, "owner_name", lambda uid: "jovyan" if uid == 65534 else ME)
+    assert "use a service exchange" in refusal(folder)

@@ -131,7 +131,10 @@ def _check_entry(path: str, st: os.stat_result, uid: int | None, student: str, t
     if stat.S_ISREG(st.st_mode) and st.st_nlink != 1:
         raise Refused(f"{name} is a hard link ({st.st_nlink} names for one file)")
     if uid is not None and st.st_uid != uid:
-        raise Refused(f"{name} belongs to {owner_name(st.st_uid)}, not to {student}")
+        owner = owner_name(st.st_uid)
+        hint = (" (every hub user runs as jovyan here, so files cannot say who submitted: use a service exchange,"
+                " INSTRUCTORS.md 'A shared classroom')") if owner == "jovyan" else ""
+        raise Refused(f"{name} belongs to {owner}, not to {student}{hint}")
 
 
 @dataclass
