@@ -14,12 +14,15 @@ listable. A real server installs the course's environment where every user can r
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import pwd
 import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,20 +113,44 @@ def _useradd(login: str) -> Person:
     return Person(login, Path(pwd.getpwnam(login).pw_dir))
 
 
+_MODES = Path(tempfile.gettempdir()) / "course-classroom-python-modes.json"
+_MODES_LOCK = Path(tempfile.gettempdir()) / "course-classroom-python-modes.lock"
+
+
 @contextlib.contextmanager
 def traversable_python():
-    """Let every user run this machine's Python (see the module's docstring); the modes put back afterwards."""
-    changed = []
-    for folder in [*reversed(PYTHON_HOME.parents), PYTHON_HOME]:
-        mode = folder.stat().st_mode
-        if not mode & 0o001:
-            changed.append((folder, mode))
-            folder.chmod(mode | 0o001)
+    """Let every user run this machine's Python (see the module's docstring); the modes put back afterwards.
+
+    Two classroom tests may run at once (xdist workers): each holds a shared lock while it runs, and the one
+    that leaves last (it alone then gets the exclusive lock) puts back the modes the first one recorded.
+    """
+    with open(_MODES_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _MODES.exists():
+            changed = {}
+            for folder in [*reversed(PYTHON_HOME.parents), PYTHON_HOME]:
+                mode = folder.stat().st_mode
+                if not mode & 0o001:
+                    changed[str(folder)] = mode
+                    folder.chmod(mode | 0o001)
+            _MODES.write_text(json.dumps(changed))
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if _last_one_out(lock):  # else another classroom test still runs: it puts the modes back
+                for folder, mode in json.loads(_MODES.read_text()).items():
+                    Path(folder).chmod(mode)
+                _MODES.unlink()
+
+
+def _last_one_out(lock) -> bool:
     try:
-        yield
-    finally:
-        for folder, mode in changed:
-            folder.chmod(mode)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 @contextlib.contextmanager

@@ -234,6 +234,32 @@ def run_graded_cells(nb, replacements: dict[str, str] | None = None,
     return result.cells
 
 
+def wait_for_server(request, proc: subprocess.Popen, log: Path, what: str, timeout_s: float) -> None:
+    """Until ``request`` (a URL or ``urllib.request.Request``) answers; fails with the log's tail when ``proc`` ends
+    or ``timeout_s`` passes (a server a test started: JupyterLab, JupyterHub)."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            urllib.request.urlopen(request, timeout=5).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"{what} did not start:\n{log.read_text()[-4000:]}") from None
+            time.sleep(0.5)
+
+
+def skip_unless_ci(reason: str | None, what: str) -> None:
+    """Skip for an allowed ``reason`` (conftest's list) on a developer's machine; under CI (``CI`` set), fail."""
+    import pytest
+
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run {what}: {reason}")
+        pytest.skip(reason)
+
+
 def stop_process_group(proc: subprocess.Popen, timeout: float = 20) -> None:
     """SIGTERM the process group a test started (``start_new_session=True``), SIGKILL it if it lingers."""
     os.killpg(proc.pid, signal.SIGTERM)

@@ -35,7 +35,7 @@ import nbformat
 import pytest
 
 from conftest import BROWSER_SKIP_REASON
-from course import ROOT, free_port, stop_process_group
+from course import ROOT, free_port, stop_process_group, wait_for_server
 from shared_machine import LEARNER, set_up, solve
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -100,16 +100,8 @@ def lab_server(cwd: Path, env: dict, view: str | tuple[str, ...], log: Path):
 
 
 def _wait_for(base: str, proc: subprocess.Popen, log: Path):
-    deadline = time.monotonic() + SERVER_START_S
     request = urllib.request.Request(f"{base}/api/status", headers={"Authorization": f"token {TOKEN}"})
-    while True:
-        try:
-            urllib.request.urlopen(request, timeout=5).close()
-            return
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"JupyterLab did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
+    wait_for_server(request, proc, log, "JupyterLab", SERVER_START_S)
 
 
 def open_lab(page, base: str):

@@ -12,16 +12,14 @@ Skips only where the test cannot make Unix users (not root); under CI (``CI`` se
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
-from pathlib import Path
 
 import pytest
 
 from classroom import Classroom, can_make_users, classroom
-from course import load, nbgrader_meta, solution_path
+from course import load, nbgrader_meta, skip_unless_ci, solution_path
 from shared_machine import solve
 
 pytestmark = pytest.mark.slow
@@ -30,11 +28,7 @@ FUTURE = "2099-01-01 00:00:00.000000 UTC"
 
 @pytest.fixture(scope="module")
 def room():
-    reason = can_make_users()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the classroom attacks: {reason}")
-        pytest.skip(reason)
+    skip_unless_ci(can_make_users(), "the classroom attacks")
     with classroom() as made:
         yield made
 

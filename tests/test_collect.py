@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pytest
 

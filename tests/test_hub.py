@@ -16,12 +16,9 @@ under CI (``CI`` set) those fail instead.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -29,7 +26,7 @@ import pytest
 
 from classroom import can_make_users, classroom
 from conftest import BROWSER_SKIP_REASON, PROXY_SKIP_REASON
-from course import ROOT, free_port, stop_process_group
+from course import ROOT, free_port, skip_unless_ci, stop_process_group, wait_for_server
 from course_tools.classroom.hub import find_proxy
 from test_browser import CHROMIUM, nbgrader_menu
 
@@ -46,11 +43,7 @@ def _needs() -> str | None:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    reason = _needs()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must log in through the classroom's hub: {reason}")
-        pytest.skip(reason)
+    skip_unless_ci(_needs(), "the login through the classroom's hub")
     with classroom() as room:
         room.release()
         for person in (room.instructor, room.learners["alice"]):
@@ -69,23 +62,11 @@ def hub(tmp_path_factory):
                                     cwd=room.base, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         try:
-            _wait_for(f"{base}/hub/api", proc, log)
+            wait_for_server(f"{base}/hub/api", proc, log, "JupyterHub", START_S)
             yield room, base, log
         finally:
             stop_process_group(proc)
             shutil.copy(log, ARTIFACTS / "hub.log") if ARTIFACTS.is_dir() else None
-
-
-def _wait_for(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_S
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5).close()
-            return
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"JupyterHub did not start:\n{log.read_text()[-4000:]}")
-            time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
