@@ -66,16 +66,21 @@ def played(room: Classroom):
     room.run(mallory, "/bin/sh", "-c", f"printf '%s' '{stamp}' > '{linked}/timestamp.txt'")
     # 4. a submission folder that is itself a symlink to the instructor's solutions folder
     room.run(mallory, "/bin/ln", "-s", str(reference.parent), str(inbound / f"{mallory.login}+{chapter}+2026-01-02 00:00:00.000000 UTC"))
+    # 5. a folder collect cannot read (mode 000 inside), which crashed nothing but would stop a naive copy
+    locked = inbound / f"{mallory.login}+{chapter}+2026-01-03 00:00:00.000000 UTC"
+    room.run(mallory, "/bin/mkdir", "-p", str(locked / "private"))
+    room.run(mallory, "/bin/sh", "-c", f"printf '%s' '2026-01-03 00:00:00.000000 UTC' > '{locked}/timestamp.txt'")
+    room.run(mallory, "/bin/chmod", "000", str(locked / "private"))
     # bob dates his own resubmission in the future, so that no later one of his could replace it
     bob = room.learners["bob"]
     dated = inbound / f"{bob.login}+{chapter}+{FUTURE}"
     room.run(bob, "/bin/mkdir", str(dated))
     room.run(bob, "/bin/cp", str(reference.parent.parent.parent / "nbgrader_config.py"), str(dated), check=False)
     room.run(bob, "/bin/sh", "-c", f"printf '%s' '{FUTURE}' > '{dated}/timestamp.txt'")
-    # 5. take over the course: rename its exchange folder, or claim the Korean edition's course id
+    # 6. take over the course: rename its exchange folder, or claim the Korean edition's course id
     attempts["rename"] = room.fails(mallory, "mv", str(room.exchange / course_id), str(room.exchange / "stolen"))
     attempts["claim"] = room.fails(mallory, "mkdir", str(room.exchange / f"{course_id}-ko" / "outbound" / "x"))
-    # 6. read a classmate's work and nbgrader cache (the feedback secrets), and the instructor's course
+    # 7. read a classmate's work and nbgrader cache (the feedback secrets), and the instructor's course
     attempts["home"] = room.fails(mallory, "cat", str(alice.home / chapter / f"{chapter}.ipynb"))
     attempts["cache"] = room.fails(mallory, "ls", str(alice.home / ".local/share/jupyter/nbgrader_cache"))
     attempts["course"] = room.fails(mallory, "cat", str(room.course / "gradebook.db"))
@@ -121,6 +126,7 @@ def test_symlinks_copy_nothing_of_the_instructors(room, played):
     assert (collected / f"{chapter}.ipynb").read_bytes() != (room.course / "solutions" / chapter / f"{chapter}.ipynb").read_bytes()
     detail = [line for line in played["table"].splitlines() if line.strip().startswith(f"{mallory.login}/")]
     assert detail and detail[0].count("is a symbolic link") == 2, played["table"]
+    assert "private cannot be read: Permission denied" in detail[0], played["table"]
     own = (collected / "timestamp.txt").read_text().strip()
     fetched = {p.parent.name for p in mallory.home.glob(f"{chapter}/feedback/*/*.html")}
     assert fetched <= {own}, f"mallory fetched feedback that is not on her own submission: {fetched}"

@@ -147,3 +147,24 @@ def test_a_hub_that_runs_everyone_as_jovyan_is_told_to_use_a_service_exchange(tm
     os.chown(folder / "02_devices.ipynb", 65534, 65534)
     monkeypatch.setattr(collect, "owner_name", lambda uid: "jovyan" if uid == 65534 else ME)
     assert "use a service exchange" in refusal(folder)
+
+
+def test_folders_nested_too_deep_are_refused_not_a_crash(tmp_path):
+    from course_tools.grading.collect import MAX_DEPTH
+
+    folder = submission(tmp_path)
+    deep = folder.joinpath(*["d"] * (MAX_DEPTH + 1))
+    deep.mkdir(parents=True)
+    assert f"more than {MAX_DEPTH} deep" in refusal(folder)
+    with pytest.raises(Refused, match="deep"):
+        copy_own_tree(str(folder), str(tmp_path / "copy"), uid=None, student=ME)
+
+
+def test_a_new_collect_of_an_assignment_replaces_its_old_refusals(tmp_path):
+    save_refusals(tmp_path, [Refusal("alice", "02_devices", "alice+02_devices+a", "a symbolic link", "t1"),
+                             Refusal("bob", "02_devices", "bob+02_devices+b", "in the future", "t1"),
+                             Refusal("bob", "03_memory", "bob+03_memory+c", "in the future", "t1")])
+    save_refusals(tmp_path, [], "02_devices", "bob")  # bob's folder was removed; alice's was not looked at
+    assert sorted(r["folder"] for r in load_refusals(tmp_path)) == ["alice+02_devices+a", "bob+03_memory+c"]
+    save_refusals(tmp_path, [], "02_devices")
+    assert [r["folder"] for r in load_refusals(tmp_path)] == ["bob+03_memory+c"]

@@ -45,6 +45,7 @@ from nbgrader.utils import parse_utc
 __all__ = ["Refusal", "Refused", "SafeExchangeCollect", "check_submission", "copy_own_tree", "load_refusals"]
 
 REFUSALS_FILE = "refusals.json"
+MAX_DEPTH = 32  # folders inside a submission; deeper is refused (a million nested folders would crash the copy)
 _CHUNK = 1 << 20
 _FILE_MODE, _DIR_MODE = 0o640, 0o750
 _SHARED_FILE_MODE, _SHARED_DIR_MODE = 0o660, 0o2770
@@ -101,7 +102,13 @@ def check_submission(path: str, student: str, timestamp: str, *, check_owner: bo
     now = now or _utcnow()
     uid = _expected_uid(student) if check_owner else None
     _check_entry(path, os.lstat(path), uid, student, top=True)
-    for dirpath, dirnames, filenames in os.walk(path):  # os.walk never descends into a symlink (followlinks=False)
+    def unreadable(err: OSError):
+        raise Refused(f"{os.path.basename(err.filename or path)} cannot be read: {err.strerror}")
+
+    # os.walk never descends into a symlink (followlinks=False); an unreadable folder is refused, not skipped
+    for dirpath, dirnames, filenames in os.walk(path, onerror=unreadable):
+        if dirpath.count(os.sep) - path.count(os.sep) >= MAX_DEPTH:
+            raise Refused(f"it nests folders more than {MAX_DEPTH} deep")
         for name in dirnames + filenames:
             full = os.path.join(dirpath, name)
             _check_entry(full, os.lstat(full), uid, student)
@@ -195,9 +202,15 @@ def _open_checked(name: str, dir_fd: int | None, job: _Copy, top: bool = False) 
     return fd
 
 
-def _copy_dir(dir_fd: int, dest: str, job: _Copy) -> None:
+def _copy_dir(dir_fd: int, dest: str, job: _Copy, depth: int = 0) -> None:
+    if depth >= MAX_DEPTH:
+        raise Refused(f"it nests folders more than {MAX_DEPTH} deep")
     os.chmod(dest, job.dir_mode)
-    for name in sorted(os.listdir(dir_fd)):
+    try:
+        names = sorted(os.listdir(dir_fd))
+    except OSError as err:
+        raise Refused(f"{os.path.basename(dest)} cannot be read: {err.strerror}") from None
+    for name in names:
         fd = _open_checked(name, dir_fd, job)
         try:
             st = os.fstat(fd)
@@ -209,7 +222,7 @@ def _copy_dir(dir_fd: int, dest: str, job: _Copy) -> None:
                 _copy_file(fd, target, st.st_size, job)
             else:
                 os.mkdir(target)
-                _copy_dir(fd, target, job)
+                _copy_dir(fd, target, job, depth + 1)
         finally:
             os.close(fd)
 
@@ -222,6 +235,8 @@ def _copy_file(fd: int, target: str, size: int, job: _Copy) -> None:
     try:
         while chunk := os.read(fd, _CHUNK):
             os.write(out, chunk)
+    except OSError as err:  # a read the learner's file refuses (EIO, a vanished mount): this submission only
+        raise Refused(f"{os.path.basename(target)} cannot be read: {err.strerror}") from None
     finally:
         os.close(out)
     os.chmod(target, job.file_mode)  # whatever the umask took away or left
@@ -236,13 +251,20 @@ def load_refusals(autograded_dir: str | os.PathLike) -> list[dict]:
     return json.loads(path.read_text()) if path.is_file() else []
 
 
-def save_refusals(autograded_dir: str | os.PathLike, found: list[Refusal]) -> None:
-    """Add ``found`` to the course's refusals (one entry per inbound folder: a later collect replaces it)."""
-    if not found:
-        return
+def save_refusals(autograded_dir: str | os.PathLike, found: list[Refusal], assignment: str | None = None,
+                  student: str | None = None) -> None:
+    """Add ``found`` to the course's refusals, one entry per inbound folder.
+
+    With ``assignment``, a new collect of it: what an earlier collect of that assignment (of ``student`` only,
+    when given) refused is dropped first, so a forgery since removed from inbound leaves the table.
+    """
     path = refusals_path(autograded_dir)
+    earlier = load_refusals(autograded_dir)
+    if not found and not earlier:
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    kept = {r["folder"]: r for r in load_refusals(autograded_dir)}
+    kept = {r["folder"]: r for r in earlier
+            if assignment is None or r["assignment"] != assignment or (student and r["student"] != student)}
     kept.update({r.folder: r.as_dict() for r in found})
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(sorted(kept.values(), key=lambda r: (r["student"], r["assignment"], r["folder"])),
@@ -275,7 +297,7 @@ class SafeExchangeCollect(ExchangeCollect):
             if record is not None:
                 records.append(record)
         self.src_records = self._newest(groupby(records, lambda item: item["username"]))
-        save_refusals(self._autograded(), self.refusals)
+        save_refusals(self._autograded(), self.refusals, self.coursedir.assignment_id, self.coursedir.student_id)
 
     def _checked_record(self, name: str) -> dict | None:
         parts = name.rsplit("+", 3)
@@ -283,7 +305,7 @@ class SafeExchangeCollect(ExchangeCollect):
         try:
             check_submission(os.path.join(self.inbound_path, name), student, timestamp, check_owner=self.check_owner)
             return {"username": student, "filename": name, "timestamp": parse_utc(timestamp)}
-        except (Refused, OSError) as err:
+        except (Refused, OSError, RecursionError) as err:  # whatever a folder does, the rest are collected
             self._refuse(student, name, str(err))
             return None
 
@@ -313,7 +335,7 @@ class SafeExchangeCollect(ExchangeCollect):
             copy_own_tree(src, dest, uid=uid, student=student, exclude=self.coursedir.ignore,
                           include=self.coursedir.include, max_file_kb=self.coursedir.max_file_size,
                           max_dir_kb=self.coursedir.max_dir_size, groupshared=self.coursedir.groupshared)
-        except Refused as err:  # changed since init_src looked: nothing of it is kept
+        except (Refused, OSError, RecursionError) as err:  # changed since init_src looked: nothing of it is kept
             self._refuse(student, os.path.basename(src), str(err))
             save_refusals(self._autograded(), self.refusals[-1:])
 
