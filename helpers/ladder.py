@@ -37,7 +37,7 @@ from helpers.device import synchronize
 from helpers.i18n import _
 
 __all__ = ["Block", "Peak", "Rung", "RungRun", "StepFlops", "climb", "ladder", "make_data", "measured_peak",
-           "samples_per_s", "step_flops", "train_steps"]
+           "samples_per_s", "slug", "step_flops", "train_steps"]
 
 
 class Block(nn.Module):
@@ -162,6 +162,11 @@ class Rung:
     fused: bool = False  #: AdamW(fused=True): one kernel for the whole update
     sdpa: bool = False  #: F.scaled_dot_product_attention in place of the written-out attention
     compiled: bool = False  #: torch.compile of the model (its backward too, through AOTAutograd)
+
+
+def slug(name: str) -> str:
+    """A rung's name as a key of stored figures: ``"fused AdamW"`` -> ``"fused_adamw"``."""
+    return "".join(c if c.isalnum() else "_" for c in name.lower())
 
 
 def ladder(amp_dtype: torch.dtype) -> list[Rung]:
