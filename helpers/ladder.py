@@ -37,7 +37,7 @@ from helpers.device import synchronize
 from helpers.i18n import _
 
 __all__ = ["Block", "Peak", "Rung", "RungRun", "StepFlops", "climb", "ladder", "make_data", "measured_peak",
-           "samples_per_s", "slug", "step_flops", "train_steps"]
+           "slug", "step_flops", "train_steps"]
 
 
 class Block(nn.Module):
@@ -271,8 +271,3 @@ def climb(rungs: list[Rung], data: TensorDataset, device: str | torch.device, *,
     return runs
 
 
-def samples_per_s(run: RungRun, samples: int) -> float:
-    """Throughput of a timed rung: samples of one epoch over its median epoch time."""
-    if run.timing is None:
-        raise ValueError(_("rung {name} was not timed").format(name=run.rung.name))
-    return samples / run.timing.median
