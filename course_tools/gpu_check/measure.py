@@ -404,11 +404,12 @@ def measure_08(device: torch.device, batches: int = 20, batch: int | None = None
 
 def measure_09(device: torch.device, dim: int | None = None, tokens: int | None = None, batch: int | None = None,
                steps: int | None = None, peak_sizes: tuple[int, ...] | None = None, repeats: int = 9,
-               min_run_time: float = 0.2, compiled: bool = True) -> Measured:
+               min_run_time: float = 0.2, compiled: bool = True, workers: int | None = None) -> Measured:
     """Chapter 09: the measured peaks, the step's FLOPs and every rung of the ladder, as its cells climb it.
 
     The sizes default to ``helpers.results.WORKLOADS["09_fast_step"]`` (the rehearsal passes smaller ones).
-    ``compiled=False`` leaves out the compiled rung (Dynamo cannot trace the fake CUDA check's tensors)."""
+    ``compiled=False`` leaves out the compiled rung (Dynamo cannot trace the fake CUDA check's tensors),
+    ``workers=0`` the fed loader's worker processes (the fake CUDA check starts no child process)."""
     from helpers import amp, ladder, speed
     from helpers.results import WORKLOADS
 
@@ -432,7 +433,7 @@ def measure_09(device: torch.device, dim: int | None = None, tokens: int | None 
         rungs = [r for r in rungs if not r.compiled]
         skipped.update(step_compiled=why_not, compile_s=why_not)
     data = ladder.make_data(batch * steps, tokens, dim)
-    workers = w["workers"] if _cuda(device) else 0
+    workers = (w["workers"] if _cuda(device) else 0) if workers is None else workers
     runs = ladder.climb(rungs, data, device, batch=batch, dim=dim, repeats=repeats, workers=workers)
     for run in runs:
         figures[f"step_{ladder.slug(run.rung.name)}"] = run.timing.median / steps
