@@ -204,7 +204,8 @@ def check_fast_no_syncs(fast_step: Callable[..., Any], few: int, many: int, batc
     if growing:
         raise CheckFailed(_("a host sync runs in every step: {places}. On a GPU each one makes the CPU wait for every "
                             "queued kernel. Keep each loss on the device (loss.detach()) and read them all once, after "
-                            "the loop: torch.stack(losses).tolist().").format(places="; ".join(growing)))
+                            "the loop: torch.stack(losses).tolist(). Reading the losses one by one after the loop is "
+                            "still one read per step.").format(places="; ".join(growing)))
     check(len(counted[many]) == len(counted[few]),
           _("the number of host syncs grows with the steps: {low} with {few} steps, {high} with {many} "
             "({summary}).").format(low=len(counted[few]), few=few, high=len(counted[many]), many=many,
