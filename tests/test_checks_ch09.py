@@ -234,3 +234,24 @@ def test_the_weight_tolerance_covers_autocast_on_every_case_and_not_a_forgotten_
             answer(model, batches, 1e-2)
             off = float((ch09._flat(model) - ch09._flat(slow)).norm() / moved)
             assert (off <= ch09.WEIGHT_TOLERANCE) is inside, (seed, answer.__name__, off)
+
+
+# --------------------------------------------------------------------------- the course's own versions
+
+
+def test_the_course_versions_earn_nothing():
+    """ladder.step_flops (section 1) and ladder.train_steps (section 2) are the course's own answers."""
+    from helpers import ladder
+    from helpers.checks.delegation import CourseVersionCalled
+
+    def step_flops_utilisation(model, batch, seconds, peak):  # the tripwires are the exercise's, found by its name
+        return ladder.step_flops(model, *batch).total / seconds / peak
+
+    def fast_step(model, batches, lr):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)
+        return ladder.train_steps(model, optimizer, batches, torch.device("cpu"), ladder.Rung("x", sync_free=True))
+
+    with pytest.raises(CourseVersionCalled, match="ladder.step_flops"):
+        ch09.check_utilisation(step_flops_utilisation, **UTILISATION_CASES[0])
+    with pytest.raises(CourseVersionCalled, match="ladder.train_steps"):
+        ch09.check_fast_results(fast_step, **FAST_CASES[0])
