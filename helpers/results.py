@@ -120,6 +120,23 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
         "cudnn_benchmark_new_shape": ("s", N_("the first call on a new shape {new_conv_shape} with cudnn.benchmark "
                                               "on: the algorithm search included")),
     },
+    "09_fast_step": {
+        "peak_fp32": ("FLOP/s", N_("float32 matrix product, best of chapter 01's sweep (n = {peak_sizes}), on the GPU")),
+        "peak_16bit": ("FLOP/s", N_("the same sweep in the GPU's 16-bit dtype (amp.pick_dtype)")),
+        "step_flops": ("n", N_("FLOPs of one training step of ladder.Block (dim {dim}), {batch} sequences of {tokens} "
+                               "tokens, forward and backward (FlopCounterMode)")),
+        "step_plain_fp32": ("s", N_("one such training step, plain float32 (.item() each step, pageable batches, "
+                                    "AdamW with a loop over parameters, attention written out)")),
+        "step_sync_free": ("s", N_("the same step, losses read once after the epoch")),
+        "step_fed_loader": ("s", N_("and a loader with pinned memory, {workers} workers, prefetch, non_blocking "
+                                    "copies")),
+        "step_autocast": ("s", N_("and autocast in the GPU's 16-bit dtype (a GradScaler where float16)")),
+        "step_fused_adamw": ("s", N_("and AdamW(fused=True)")),
+        "step_sdpa": ("s", N_("and F.scaled_dot_product_attention")),
+        "step_compiled": ("s", N_("and torch.compile of the model (forward and backward)")),
+        "utilisation_best": ("%", N_("the fastest rung's achieved FLOP/s over the measured peak of its dtype")),
+        "compile_s": ("s", N_("compiling the block, forward and backward: the first epoch less a steady one")),
+    },
 }
 
 #: The sizes behind a chapter's stored figures, as its cells and its measure (``course_tools.gpu_check.measure``)
@@ -134,6 +151,10 @@ WORKLOADS: dict[str, dict[str, Any]] = {
         "optimizer_layers": 24, "optimizer_width": 128,
         "attention_shape": (4, 8, 256, 64),
         "conv_in": 32, "conv_out": 64, "conv_shape": (16, 32, 56, 56), "new_conv_shape": (16, 32, 60, 60),
+    },
+    "09_fast_step": {  # the ladder on a GPU: chapter 09's cells and measure_09
+        "dim": 512, "tokens": 256, "batch": 64, "steps": 10, "workers": 2,
+        "peak_sizes": (1024, 2048, 4096, 8192),
     },
 }
 

@@ -169,6 +169,36 @@ def test_the_stored_08_figures_describe_the_sizes_measure_08_and_the_cells_use()
     assert [text for text in expected if text not in cells] == []
 
 
+def test_the_fast_step_chapter_measures_every_rung_on_any_device():
+    """Chapter 09 at rehearsal sizes on the CPU: the peaks, the step's FLOPs and every rung of the ladder (the
+    compiled one where a compiler exists, else skipped with the reason)."""
+    figures, skipped = measure.measure_09(CPU, **measure.REHEARSAL["09_fast_step"])
+    assert set(figures) | set(skipped) == set(results.FIGURES["09_fast_step"]) and not set(figures) & set(skipped)
+    assert {"peak_fp32", "peak_16bit", "step_flops", "step_plain_fp32", "step_sdpa", "utilisation_best"} <= set(figures)
+    assert all(v > 0 for k, v in figures.items() if k != "compile_s")
+
+
+def test_the_stored_09_figures_describe_the_sizes_measure_09_and_the_cells_use():
+    """helpers.results.WORKLOADS is the one place chapter 09's GPU sizes are written: its figures name them,
+    measure_09 and the chapter's cells read them from there, and every rung of the ladder has its figure."""
+    import inspect
+    import string
+
+    from course import load, solution_path
+    from helpers import ladder
+
+    w = results.WORKLOADS["09_fast_step"]
+    fields = {name for _, what in results.FIGURES["09_fast_step"].values()
+              for _, name, _, _ in string.Formatter().parse(what) if name}
+    assert fields and fields <= set(w), fields - set(w)
+    source = inspect.getsource(measure.measure_09)
+    assert [key for key in w if f'w["{key}"]' not in source] == []
+    cells = "\n".join(c.source for c in load(solution_path("09_fast_step")).cells if c.cell_type == "code")
+    assert 'results.WORKLOADS["09_fast_step"] if on_cuda' in cells
+    rungs = {f"step_{ladder.slug(r.name)}" for r in ladder.ladder(torch.bfloat16)}
+    assert rungs <= set(results.FIGURES["09_fast_step"])
+
+
 def test_the_quiet_loop_it_measures_is_the_reference_solution():
     source = measure._solution_source("08_speed", "train-quietly")
     assert "def train_quietly(" in source and "### BEGIN SOLUTION" in source
@@ -184,7 +214,8 @@ def test_cuda_only_figures_are_skipped_with_a_reason_off_cuda(chapter):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("chapter", ["03_memory", "04_dataloader", "06_multi_gpu", "07_troubleshooting", "08_speed"])
+@pytest.mark.parametrize("chapter", ["03_memory", "04_dataloader", "06_multi_gpu", "07_troubleshooting", "08_speed",
+                                     "09_fast_step"])
 def test_cuda_measurements_produce_every_figure(chapter):
     figures, skipped = measure.MEASURES[chapter](torch.device("cuda"))
     assert set(figures) == set(results.FIGURES[chapter]), skipped

@@ -58,7 +58,7 @@ def _body(chapter: str, name: str) -> str:
 
 #: Issue 33's tricks, from inside the learner's function while a check calls it: swap a verdict's code (01),
 #: call the check's own reference through a stashed default argument (03), point the sync counter's mode at
-#: another counter (08). Each falls back to the honest wrong answer when it is refused.
+#: another counter (08, and 09's fast_step). Each falls back to the honest wrong answer when it is refused.
 CODE_SWAP_01 = """import helpers.checks.ch01 as _ch01
 
 
@@ -104,6 +104,8 @@ TAMPERING = {
         "def training_memory(", "def _honest(", 1), _body("03_memory", "estimate_fixed_four_bytes.py")),
     "08_speed": ("train-quietly", _tricked("08_speed", "item_per_step.py", "train_quietly", COUNTER_OFF_08,
                                            "_counter_off()"), _body("08_speed", "item_per_step.py")),
+    "09_fast_step": ("fast-step", _tricked("09_fast_step", "item_per_step.py", "fast_step", COUNTER_OFF_08,
+                                           "_counter_off()"), _body("09_fast_step", "item_per_step.py")),
     "00_start": ("count-parameters", ALWAYS_EQUAL, "def count_parameters(model):\n    return 0\n"),
     "02_devices": ("choose-device", PATCH_CHECKS + "import torch\n\ndef choose_device(requested=None):\n"
                    "    return torch.device('cpu')\n", "import torch\n\ndef choose_device(requested=None):\n"

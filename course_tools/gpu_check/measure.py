@@ -402,6 +402,51 @@ def measure_08(device: torch.device, batches: int = 20, batch: int | None = None
     return figures, skipped
 
 
+def measure_09(device: torch.device, dim: int | None = None, tokens: int | None = None, batch: int | None = None,
+               steps: int | None = None, peak_sizes: tuple[int, ...] | None = None, repeats: int = 9,
+               min_run_time: float = 0.2, compiled: bool = True, workers: int | None = None) -> Measured:
+    """Chapter 09: the measured peaks, the step's FLOPs and every rung of the ladder, as its cells climb it.
+
+    The sizes default to ``helpers.results.WORKLOADS["09_fast_step"]`` (the rehearsal passes smaller ones).
+    ``compiled=False`` leaves out the compiled rung (Dynamo cannot trace the fake CUDA check's tensors),
+    ``workers=0`` the fed loader's worker processes (the fake CUDA check starts no child process)."""
+    from helpers import amp, ladder, speed
+    from helpers.results import WORKLOADS
+
+    w = WORKLOADS["09_fast_step"]
+    dim, tokens = w["dim"] if dim is None else dim, w["tokens"] if tokens is None else tokens
+    batch, steps = w["batch"] if batch is None else batch, w["steps"] if steps is None else steps
+    peak_sizes = w["peak_sizes"] if peak_sizes is None else peak_sizes
+    figures: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    amp_dtype = amp.pick_dtype(device)
+    peaks = {torch.float32: ladder.measured_peak(device, torch.float32, peak_sizes, min_run_time=min_run_time),
+             amp_dtype: ladder.measured_peak(device, amp_dtype, peak_sizes, min_run_time=min_run_time)}
+    figures.update(peak_fp32=peaks[torch.float32].flops_per_s, peak_16bit=peaks[amp_dtype].flops_per_s)
+    model = ladder.Block(dim=dim).to(device)
+    x, y = torch.randn(batch, tokens, dim, device=device), torch.randint(0, 10, (batch,), device=device)
+    flops = ladder.step_flops(model, x, y).total
+    figures["step_flops"] = flops
+    rungs = ladder.ladder(amp_dtype)
+    why_not = "not compiled (compiled=False)" if not compiled else speed.compiler_missing(device)
+    if why_not:
+        rungs = [r for r in rungs if not r.compiled]
+        skipped.update(step_compiled=why_not, compile_s=why_not)
+    data = ladder.make_data(batch * steps, tokens, dim)
+    workers = (w["workers"] if _cuda(device) else 0) if workers is None else workers
+    runs = ladder.climb(rungs, data, device, batch=batch, dim=dim, repeats=repeats, workers=workers)
+    for run in runs:
+        figures[f"step_{ladder.slug(run.rung.name)}"] = run.timing.median / steps
+        if run.compile_s is not None:
+            figures["compile_s"] = run.compile_s
+    best = min(runs, key=lambda run: run.timing.median)
+    peak = peaks[amp_dtype if best.rung.amp_dtype else torch.float32].flops_per_s
+    figures["utilisation_best"] = flops * steps / best.timing.median / peak
+    if compiled:
+        torch._dynamo.reset()
+    return figures, skipped
+
+
 MEASURES: dict[str, Callable[[torch.device], Measured]] = {
     "01_why_gpus": measure_01,
     "03_memory": measure_03,
@@ -410,6 +455,7 @@ MEASURES: dict[str, Callable[[torch.device], Measured]] = {
     "06_multi_gpu": measure_06,
     "07_troubleshooting": measure_07,
     "08_speed": measure_08,
+    "09_fast_step": measure_09,
 }
 
 
@@ -418,6 +464,8 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "01_why_gpus": {"sizes": (16, 32), "big": 64, "min_run_time": 0.01},
     "05_mixed_precision": {"samples": 32, "features": 8, "hidden": 16, "n": 64, "min_run_time": 0.01},
     "08_speed": {"batches": 3, "batch": 16, "width": 32, "features": 64, "repeats": 3, "min_run_time": 0.01},
+    "09_fast_step": {"dim": 16, "tokens": 8, "batch": 4, "steps": 2, "peak_sizes": (32, 64), "repeats": 3,
+                     "min_run_time": 0.01},
 }
 
 

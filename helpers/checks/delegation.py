@@ -70,6 +70,12 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "train_quietly": {"helpers.checks.ch08:noisy_epoch": N_("the chapter's noisy loop, which the check compares "
                                                             "yours with")},
     "compile_pays": {"helpers.checks.ch08:expected_decision": N_("the check's own reference answer")},
+    "step_flops_utilisation": {
+        "helpers.ladder:step_flops": N_("chapter 09's own count, used in section 1 after you have written yours"),
+        "helpers.checks.ch09:reference_flops": N_("the check's own reference count")},
+    "fast_step": {"helpers.ladder:train_steps": N_("the ladder's training loop, used in section 2"),
+                  "helpers.checks.ch09:slow_reference": N_("the chapter's slow step, which the check compares yours "
+                                                           "with")},
 }
 
 
