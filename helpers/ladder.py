@@ -122,9 +122,16 @@ class Peak:
     @property
     def band(self) -> tuple[float, float]:
         """FLOP/s at the median plus and minus half the IQR: the peak's own noise."""
-        flops = self.timing.flops or 0.0
-        half = self.timing.iqr / 2
-        return flops / (self.timing.median + half), flops / max(self.timing.median - half, 1e-12)
+        return rate_band(self.timing.flops or 0.0, self.timing)
+
+
+def rate_band(amount: float, timing) -> tuple[float, float]:
+    """``amount`` per second at the median time plus and minus half its IQR (FLOP/s, samples/s).
+
+    A spread wider than the median leaves no upper bound: the high end is ``inf``, never a division by almost
+    nothing (on a busy machine a peak once read 268,435,456,000 GFLOP/s that way)."""
+    half = timing.iqr / 2
+    return amount / (timing.median + half), (amount / (timing.median - half) if timing.median > half else math.inf)
 
 
 def measured_peak(device: str | torch.device, dtype: torch.dtype = torch.float32,

@@ -69,3 +69,13 @@ def test_climb_times_every_rung_and_only_a_compiled_one_has_a_compile_time():
     assert [run.rung for run in runs] == rungs
     assert all(len(run.timing.times) == 3 and run.timing.median > 0 and run.compile_s is None for run in runs)
     assert runs[4].optimizer.param_groups[0]["fused"] and not runs[3].optimizer.param_groups[0].get("fused")
+
+
+def test_a_spread_wider_than_the_median_leaves_no_upper_bound():
+    from types import SimpleNamespace
+
+    from helpers.ladder import rate_band
+
+    low, high = rate_band(100.0, SimpleNamespace(median=1.0, iqr=0.5))
+    assert (low, high) == (100.0 / 1.25, 100.0 / 0.75)
+    assert rate_band(100.0, SimpleNamespace(median=1.0, iqr=3.0)) == (40.0, float("inf"))
