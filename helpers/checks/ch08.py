@@ -160,6 +160,24 @@ def synchronize_in_loop(fn: Callable[..., Any]) -> list[int]:
                    and any(start <= i.offset < end for start, end in loops)})
 
 
+def counted_twice(make: Callable[[int], Any], run: Callable[[Any], Any], few: int, many: int, tampered: str
+                  ) -> tuple[dict, list[tuple[str, int, int]]]:
+    """Host syncs counted while ``run(make(n))`` runs, for ``few`` and ``many`` steps (the case is made before the
+    counter starts); with each place whose count grows with the steps: ``(place, count at few, count at many)``.
+
+    A sync made once per step is told from one made once after the loop by this growth alone, whatever the code
+    looks like (chapters 08 and 09). ``tampered``: the message if the counter was switched off while it ran."""
+    counted = {}
+    for steps in (few, many):
+        case = make(steps)
+        with count_host_syncs() as syncs:
+            run(case)
+        check(syncs.intact, tampered)
+        counted[steps] = syncs
+    low, high = counted[few].by_place(), counted[many].by_place()
+    return counted, [(place, low.get(place, 0), n) for place, n in high.items() if n > low.get(place, 0)]
+
+
 def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: int, batch: int, seed: int) -> None:
     """No host sync whose count grows with the number of batches, no synchronize written in a loop, and at most
     :data:`MAX_SYNCS` host reads in all."""
@@ -170,18 +188,12 @@ def check_no_syncs_in_loop(train_quietly: Callable[..., Any], few: int, many: in
             "kernel in every step, whether or not this machine has a GPU to wait for. Take it out of the loop: "
             "reading the results once after the loop is all the waiting the epoch needs.").format(
                 lines=", ".join(map(str, lines))))
-    counted = {}
-    for steps in (few, many):
-        case = make_case(steps, batch, batch, seed)
-        with count_host_syncs() as syncs:
-            _run(train_quietly, case)
-        check(syncs.intact, _("train_quietly removed the check's sync counter while it ran (a Tensor method put "
-                              "back, or the dispatch mode popped), so its host reads cannot be counted: no points."))
-        counted[steps] = syncs
-    low, high = counted[few].by_place(), counted[many].by_place()
+    counted, grows = counted_twice(
+        lambda steps: make_case(steps, batch, batch, seed), lambda case: _run(train_quietly, case), few, many,
+        _("train_quietly removed the check's sync counter while it ran (a Tensor method put back, or the dispatch "
+          "mode popped), so its host reads cannot be counted: no points."))
     growing = [_("{place} ({low}x with {few} batches, {high}x with {many})").format(
-        place=place, low=low.get(place, 0), few=few, high=n, many=many)
-        for place, n in high.items() if n > low.get(place, 0)]
+        place=place, low=low, few=few, high=high, many=many) for place, low, high in grows]
     if growing:
         raise CheckFailed(_(
             "a host sync runs once per batch: {places}. On a GPU each one makes the CPU wait until every queued "

@@ -26,10 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks.ch08 import synchronize_in_loop
+from helpers.checks.ch08 import counted_twice, synchronize_in_loop
 from helpers.checks.core import CheckFailed, check, solved
 from helpers.i18n import N_, _
-from helpers.speed import count_host_syncs
 
 __all__ = ["check_fast_batched", "check_fast_fused", "check_fast_no_syncs", "check_fast_results",
            "check_utilisation", "make_model", "make_train_case", "reference_flops", "slow_reference"]
@@ -189,18 +188,11 @@ def check_fast_no_syncs(fast_step: Callable[..., Any], few: int, many: int, batc
         raise CheckFailed(_("fast_step calls a synchronize inside its loop (line {lines}): on a GPU it waits for every "
                             "queued kernel in every step. Read the losses once, after the loop.").format(
             lines=", ".join(map(str, lines))))
-    counted = {}
-    for steps in (few, many):
-        model, batches = make_train_case(steps, batch, seed)
-        with count_host_syncs() as syncs:
-            solved(fast_step, model, batches, 1e-2)
-        check(syncs.intact, _("fast_step removed the check's sync counter while it ran, so its host reads cannot be "
-                              "counted: no points."))
-        counted[steps] = syncs
-    low, high = counted[few].by_place(), counted[many].by_place()
+    counted, grows = counted_twice(
+        lambda steps: make_train_case(steps, batch, seed), lambda case: solved(fast_step, *case, 1e-2), few, many,
+        _("fast_step removed the check's sync counter while it ran, so its host reads cannot be counted: no points."))
     growing = [_("{place} ({low}x with {few} steps, {high}x with {many})").format(
-        place=place, low=low.get(place, 0), few=few, high=n, many=many)
-        for place, n in high.items() if n > low.get(place, 0)]
+        place=place, low=low, few=few, high=high, many=many) for place, low, high in grows]
     if growing:
         raise CheckFailed(_("a host sync runs in every step: {places}. On a GPU each one makes the CPU wait for every "
                             "queued kernel. Keep each loss on the device (loss.detach()) and read them all once, after "
