@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -177,9 +178,28 @@ def classroom(tmp_root: Path = Path("/srv")):
             yield room
         finally:
             for login in made:
-                subprocess.run(["pkill", "-KILL", "-u", login], capture_output=True)
-                subprocess.run(["userdel", "--remove", login], capture_output=True)
+                _remove_user(login)
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _remove_user(login: str) -> None:
+    """Stop every process of ``login`` (their servers, the formgrader), wait until none is left, remove them."""
+    deadline = time.monotonic() + 20
+    while subprocess.run(["pkill", "-KILL", "-u", login], capture_output=True).returncode == 0:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    gone = subprocess.run(["userdel", "--remove", login], capture_output=True, text=True)
+    if pwd_exists(login):
+        raise AssertionError(f"could not remove the test's user {login}: {gone.stderr}")
+
+
+def pwd_exists(login: str) -> bool:
+    try:
+        pwd.getpwnam(login)
+        return True
+    except KeyError:
+        return False
 
 
 def _course_for(room: Classroom) -> None:

@@ -15,6 +15,7 @@ under CI (``CI`` set) those fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -36,6 +37,16 @@ START_S = 120
 PASSWORD = "correct horse battery staple 38"
 
 
+def stop_proxy(pid_file: Path) -> None:
+    """The hub starts its proxy in a session of its own and may leave it running when stopped: stop it too."""
+    if pid_file.exists():
+        with contextlib.suppress(ValueError, psutil.Error):
+            proxy = psutil.Process(int(pid_file.read_text().strip()))
+            if "configurable-http-proxy" in " ".join(proxy.cmdline()):
+                proxy.kill()
+                proxy.wait(10)
+
+
 def _needs() -> str | None:
     return can_make_users() or (None if CHROMIUM.exists() else BROWSER_SKIP_REASON) or (
         None if find_proxy() else PROXY_SKIP_REASON)
@@ -55,6 +66,7 @@ def hub(tmp_path_factory):
             "courses": {room.course_id: str(room.course), f"{room.course_id}-ko": f"{room.course}-ko"},
             "instructor": room.instructor.login, "learners": [p.login for p in room.learners.values()],
             "port": port, "state": str(room.base / "hub"), "first_service_port": free_port(),
+            "hub_port": free_port(), "proxy_api_port": free_port(),
         }))
         log = room.base / "hub.log"
         with open(log, "w") as out:
@@ -66,6 +78,7 @@ def hub(tmp_path_factory):
             yield room, base, log
         finally:
             stop_process_group(proc)
+            stop_proxy(room.base / "hub" / "proxy.pid")
             shutil.copy(log, ARTIFACTS / "hub.log") if ARTIFACTS.is_dir() else None
 
 

@@ -10,6 +10,7 @@ this module) names the people and the courses:
     graders       logins (the instructor, teaching assistants) who may open each course's formgrader
     learners      the learners' logins
     ip, port      where the hub listens (default 127.0.0.1:8000); state: where it keeps its database
+    hub_port, proxy_api_port   the hub's API and the proxy's, on 127.0.0.1 (default 8081, 8001)
 
 What it sets, and why:
 
@@ -51,6 +52,8 @@ class Settings:
     graders: list[str] = field(default_factory=list)
     ip: str = "127.0.0.1"
     port: int = 8000
+    hub_port: int = 8081  # the hub's own API, behind the proxy (JupyterHub's default)
+    proxy_api_port: int = 8001  # the proxy's REST API, on 127.0.0.1 (JupyterHub's default)
     state: Path = Path("/srv/jupyterhub")
     first_service_port: int = 9990
 
@@ -62,6 +65,8 @@ class Settings:
                        instructor=raw["instructor"], learners=list(raw["learners"]),
                        graders=list(raw.get("graders", [raw["instructor"]])), ip=raw.get("ip", cls.ip),
                        port=int(raw.get("port", cls.port)), state=Path(raw.get("state", cls.state)),
+                       hub_port=int(raw.get("hub_port", cls.hub_port)),
+                       proxy_api_port=int(raw.get("proxy_api_port", cls.proxy_api_port)),
                        first_service_port=int(raw.get("first_service_port", cls.first_service_port)))
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise SystemExit(f"classroom hub: cannot read the settings {path}: {err!r} "
@@ -86,6 +91,8 @@ def configure(c, s: Settings) -> None:
     c.JupyterHub.ip, c.JupyterHub.port = s.ip, s.port
     c.JupyterHub.db_url = f"sqlite:///{s.state / 'jupyterhub.sqlite'}"
     c.JupyterHub.cookie_secret_file = str(s.state / "jupyterhub_cookie_secret")
+    c.JupyterHub.hub_ip, c.JupyterHub.hub_port = "127.0.0.1", s.hub_port
+    c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s.proxy_api_port}"
     c.ConfigurableHTTPProxy.pid_file = str(s.state / "proxy.pid")
     proxy = find_proxy()
     if proxy:
