@@ -27,8 +27,8 @@ c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.db_url = "sqlite:///gradebook.db"
 # collect takes only a learner's own regular files, as the Unix user the submission's name claims, with no
-# future timestamp; every refusal is logged and shown in the status table (course_tools/grading/collect.py)
-c.ExchangeFactory.collect = "course_tools.grading.collect.SafeExchangeCollect"
+# future timestamp; every refusal is logged and shown in the status table (course_tools/grading/class_level/collect.py)
+c.ExchangeFactory.collect = "course_tools.grading.class_level.collect.SafeExchangeCollect"
 
 # A learner who deletes a test cell, or strips its metadata, must not turn it into
 # "needs manual grade" with no score: put the cell back from the source and grade it.
@@ -36,11 +36,11 @@ c.OverwriteCells.add_missing_cells = True
 
 # One cell may not stall a whole class, and a busy machine may not cost a correct answer a point: limits in
 # CPU time (the kernel and every process it starts), which the machine's load hardly changes
-# (course_tools/grading/watchdog.py). A grade cell may use 20 s of CPU; one that needs more is compared with
+# (course_tools/grading/engine/watchdog.py). A grade cell may use 20 s of CPU; one that needs more is compared with
 # the reference solution on this machine, and gets 3x the reference's cost where that is more
-# (course_tools/grading/reference.py). A cell that uses almost no CPU for 120 s (a sleep, a deadlock) is
+# (course_tools/grading/engine/reference.py). A cell that uses almost no CPU for 120 s (a sleep, a deadlock) is
 # interrupted; one that ignores the interrupt or kills the kernel is skipped and the rest graded
-# (course_tools/grading/execute.py). c.Execute.timeout is only the outer wall-clock limit per cell.
+# (course_tools/grading/engine/execute.py). c.Execute.timeout is only the outer wall-clock limit per cell.
 c.GradingLimits.cell_cpu = 60
 c.GradingLimits.grade_cell_cpu = 20
 c.GradingLimits.cpu_factor = 3
@@ -48,26 +48,28 @@ c.GradingLimits.stall = 120
 c.Execute.timeout = 600
 c.Execute.interrupt_on_timeout = True
 
-# The learner's notebook goes on past a check that fails (course_tools/grading/preprocessors.py).
-from course_tools.grading.preprocessors import TagCellsThatMayStop  # noqa: E402
+# The learner's notebook goes on past a check that fails (course_tools/grading/release/tag_cells.py).
+from course_tools.grading.release.tag_cells import TagCellsThatMayStop  # noqa: E402
 from nbgrader.converters.generate_assignment import GenerateAssignment  # noqa: E402
 
 c.GenerateAssignment.preprocessors = GenerateAssignment.class_traits()["preprocessors"].default() + [TagCellsThatMayStop]
 
-# Heavy demonstrations do not count towards any grade; skip them while grading.
-from course_tools.grading.preprocessors import SkipDemoCells  # noqa: E402
+# Heavy demonstrations do not count towards any grade; skip them while grading (course_tools/grading/demo_cells.py).
+from course_tools.grading.demo_cells import SkipDemoCells  # noqa: E402
 from nbgrader.converters.autograde import Autograde  # noqa: E402
 
 c.Autograde.sanitize_preprocessors = Autograde.class_traits()["sanitize_preprocessors"].default() + [SkipDemoCells]
 
-# Caps on every submission (course_tools/grading/limits.py): kernel memory (RLIMIT_DATA) and
-# output per cell, applied while the notebook runs; the whole submission's wall-clock time,
-# enforced by `python -m course_tools grade`, which runs each submission in its own process.
-from course_tools.grading.execute import LimitedExecute  # noqa: E402
+# Caps on every submission (course_tools/grading/settings.py says what enforces each): memory (each process's
+# RLIMIT_DATA, and every process of the submission together) and output per cell, applied while the notebook runs
+# by the engine (course_tools/grading/engine/execute.py, in place of nbgrader's Execute below); the whole
+# submission's wall-clock time, enforced by `python -m course_tools grade`, which runs each submission in its own
+# process and refuses a config without LimitedExecute.
+from course_tools.grading.engine.execute import LimitedExecute  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 c.GradingLimits.notebook_timeout = 1800
-# Learner code runs in a bubblewrap sandbox (course_tools/grading/sandbox.py): no course files, no network,
+# Learner code runs in a bubblewrap sandbox (course_tools/grading/engine/sandbox.py): no course files, no network,
 # writes only in its scratch folder. Without bubblewrap grading stops; only for trusted submissions:
 # c.GradingLimits.sandbox = False   (or `python -m course_tools grade --no-sandbox`)
 c.GradingLimits.sandbox = True
@@ -81,7 +83,7 @@ c.Autograde.autograde_preprocessors = [
 
 # Feedback shows no hidden test: neither its source, nor its text through a traceback, nor anything a
 # learner's code printed (it can print the check's source); a check's message only, capped.
-from course_tools.grading.preprocessors import FeedbackOutputs  # noqa: E402
+from course_tools.grading.class_level.feedback_outputs import FeedbackOutputs  # noqa: E402
 from nbgrader.converters.generate_feedback import GenerateFeedback  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests  # noqa: E402
 

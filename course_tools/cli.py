@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return translate(args.action, root, args.chapters)
 
     if args.command == "release":
-        from course_tools.grading.release import ReleaseError, release
+        from course_tools.grading.release.generate import ReleaseError, release
 
         try:
             result = release(args.assignments or None, root=root, force=args.force, rebuild=args.rebuild)
@@ -178,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
 
     course = Course(root)
     if args.command == "grade":
-        from course_tools.grading.grade import grade
-        from course_tools.grading.report import format_table, rows
+        from course_tools.grading.class_level.grade import grade
+        from course_tools.grading.class_level.report import format_table, rows
 
         if args.no_sandbox:
             course.config.GradingLimits.sandbox = False
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "feedback":
-        from course_tools.grading.feedback import feedback
+        from course_tools.grading.class_level.feedback import feedback
 
         results = feedback(course, args.assignment, args.student)
         bad = 0
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if bad else 0
 
     if args.command == "override":
-        from course_tools.grading.scores import override
+        from course_tools.grading.class_level.scores import override
 
         try:
             print(override(course, args.student, args.assignment, args.cell, args.points, args.why))
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "export":
-        from course_tools.grading.report import write_csv
+        from course_tools.grading.class_level.report import write_csv
 
         path = args.to or course.root / "grades.csv"
         n = write_csv(course, path)

@@ -42,7 +42,7 @@ FILES = (("pyproject.toml", "pyproject.toml"), ("environment.yml", "environment.
          ("edition/README.md", "README.md"), ("edition/README.ko.md", "README.ko.md"), ("edition/.gitignore", ".gitignore"))
 #: names that never ship, at any depth (instructor data and tooling, caches, environments)
 FORBIDDEN = {".git", "solutions", "tests", "course_tools", "gradebook.db", "submitted", "autograded", "feedback",
-             "downloaded", "nbgrader_config.py", "__pycache__", ".venv", ".ipynb_checkpoints", "outcomes.json"}
+             "downloaded", "nbgrader_config.py", "__pycache__", ".venv", ".ipynb_checkpoints", "outcomes.json", "outcomes.sqlite"}
 MARKER = ".student-edition"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.bak-*", "*.egg-info")
 

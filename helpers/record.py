@@ -3,7 +3,7 @@
 Why. A check that watches the learner's code from inside its process (a simulated GPU's log of calls,
 syncs and clock reads; the host syncs a loop made) keeps what it saw in a Python list, and the learner's
 code, running in the same process, can reach that list and clear or rewrite it. When an instructor grades,
-the grader's referee (``course_tools/grading/referee.py``, an audit hook the learner's code cannot reach)
+the grader's referee (``course_tools/grading/engine/referee.py``, an audit hook the learner's code cannot reach)
 keeps its own copy of every entry, taken as it is made; it accepts entries only from the course's code, so
 :meth:`Record.intact` tells a record the learner changed from one the course wrote. In a learner's own
 kernel nothing keeps a copy and a record is taken as it is.

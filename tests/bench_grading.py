@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(chapter: str, n: int) -> None:
-    from course_tools.grading.release import generate_release
+    from course_tools.grading.release.generate import generate_release
 
     course = Path(tempfile.mkdtemp(prefix="bench-course-"))
     try:

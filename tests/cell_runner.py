@@ -30,13 +30,13 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import torch  # noqa: E402
 
 #: CPU seconds one cell may use in this process (SIGPROF: CPU time, which a busy machine hardly changes, as the
-#: grader's limit is: course_tools/grading/watchdog.py), and the wall-clock backstop for one that waits on nothing
+#: grader's limit is: course_tools/grading/engine/watchdog.py), and the wall-clock backstop for one that waits on nothing
 CELL_TIMEOUT_S = int(os.environ.get("COURSE_CELL_TIMEOUT", "120"))
 CELL_WALL_S = 10 * CELL_TIMEOUT_S
 
 #: The surface a check may patch and must put back (and a learner's function may not replace while a check
-#: runs): the one list, in course_tools/grading/verdict.py, which the grader's verdict worker guards.
-from course_tools.grading.verdict import fresh_namespace, prepare, watched_attributes  # noqa: E402
+#: runs): the one list, in course_tools/grading/engine/apart_worker.py, which the grader's verdict worker guards.
+from course_tools.grading.engine.apart_worker import fresh_namespace, prepare, watched_attributes  # noqa: E402
 
 
 class CellTimeout(BaseException):

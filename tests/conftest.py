@@ -91,7 +91,7 @@ def released_course(tmp_path_factory):
     import shutil
 
     from course import ROOT
-    from course_tools.grading.release import generate_release
+    from course_tools.grading.release.generate import generate_release
 
     course = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")

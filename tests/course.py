@@ -126,7 +126,7 @@ WORKER_TIMEOUT_S = 900
 
 def _job_cells(nb) -> list[dict]:
     """The non-demo code cells, as nbgrader runs them while grading (demo cells are blanked there)."""
-    from course_tools.grading.preprocessors import is_demo_cell  # imports nbgrader: see chapters()
+    from course_tools.grading.demo_cells import is_demo_cell  # imports nbgrader: see chapters()
 
     return [{"source": cell.source, "grade_id": nbgrader_meta(cell).get("grade_id", ""),
              "grade": bool(nbgrader_meta(cell).get("grade")), "solution": bool(nbgrader_meta(cell).get("solution"))}
@@ -137,7 +137,7 @@ def _defined(source: str) -> set[str]:
     """Every name a cell binds anywhere (an over-approximation: more grade cells run, never fewer)."""
     import ast
 
-    from course_tools.grading.verdict import bound_anywhere
+    from course_tools.grading.engine.apart_worker import bound_anywhere
 
     try:
         return bound_anywhere(ast.parse(source))
@@ -174,7 +174,7 @@ def grade_cells_seeing(nb, replacements: dict[str, str]) -> list[str] | None:
 
 
 def _reads(source: str) -> set[str]:
-    from course_tools.grading.verdict import free_names
+    from course_tools.grading.engine.apart_worker import free_names
 
     try:
         return set(free_names(source))

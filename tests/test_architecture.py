@@ -2,6 +2,7 @@
 (ARCHITECTURE.md says why each floor is where it is), and checked here:
 
     course_tools    the instructor's and maintainer's tooling: cli > handout, colab, gpu_check > grading
+    grading         class_level > release | engine > the ground (course, settings, outcome words, run record)
     helpers         what a learner has: __main__ > checks > techniques > measuring > ground
 
 Imports only go down, no technique imports another, no module of either package is in an import circle. The
@@ -46,9 +47,16 @@ def copy(tmp_path_factory):
     ("helpers/memory.py", "from helpers.checks import core\n", "helpers floors"),
     ("helpers/amp.py", "from helpers import dataloader\n", "helpers floors"),
     ("helpers/device.py", "import helpers.benchmark\n", "helpers floors"),
-    ("helpers/benchmark.py", "import course_tools.grading.release\n", "helpers never imports course_tools"),
+    ("helpers/benchmark.py", "import course_tools.grading.release.generate\n", "helpers never imports course_tools"),
     ("course_tools/grading/course.py", "from course_tools import handout\n", "course_tools floors"),
     ("helpers/units.py", "from helpers import results\n", "no import circles"),
+    ("course_tools/grading/engine/budgets.py", "from course_tools.grading.class_level import status\n",
+     "the engine never imports the class level"),
+    ("course_tools/grading/engine/kernel.py", "import course_tools.grading.release.generate\n",
+     "the engine never imports the class level or release"),
+    ("course_tools/grading/release/generate.py", "from course_tools.grading.engine import execute\n",
+     "grading rooms"),
+    ("course_tools/grading/run_record.py", "from course_tools.grading.engine import watchdog\n", "grading rooms"),
 ])
 def test_a_planted_import_breaks_its_contract(copy, module, planted, broken):
     """Each planted line breaks the contract named; the copy is restored after each case."""

@@ -1,4 +1,4 @@
-"""What collect refuses and how it copies (course_tools/grading/collect.py), on files this test makes.
+"""What collect refuses and how it copies (course_tools/grading/class_level/collect.py), on files this test makes.
 
 Run as any user: the owner rules use the test's own login as the learner, and (as root) a file given to
 ``nobody``. tests/test_classroom.py runs the same attacks with real Unix users through nbgrader's commands.
@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 
 from conftest import ROOT_SKIP_REASON
-from course_tools.grading.collect import Refusal, Refused, check_submission, copy_own_tree, load_refusals, save_refusals
+from course_tools.grading.class_level.collect import Refusal, Refused, check_submission, copy_own_tree, load_refusals, save_refusals
 
 ME = __import__("pwd").getpwuid(os.getuid()).pw_name
 NOW = datetime(2026, 12, 4, 12, 0, 0)
@@ -141,7 +141,7 @@ def test_refusals_are_kept_one_per_folder(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason=ROOT_SKIP_REASON)
 def test_a_hub_that_runs_everyone_as_jovyan_is_told_to_use_a_service_exchange(tmp_path, monkeypatch):
-    import course_tools.grading.collect as collect
+    import course_tools.grading.class_level.collect as collect
 
     folder = submission(tmp_path)
     os.chown(folder / "02_devices.ipynb", 65534, 65534)
@@ -150,7 +150,7 @@ def test_a_hub_that_runs_everyone_as_jovyan_is_told_to_use_a_service_exchange(tm
 
 
 def test_folders_nested_too_deep_are_refused_not_a_crash(tmp_path):
-    from course_tools.grading.collect import MAX_DEPTH
+    from course_tools.grading.class_level.collect import MAX_DEPTH
 
     folder = submission(tmp_path)
     deep = folder.joinpath(*["d"] * (MAX_DEPTH + 1))

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from course import chapters, grade_cells, load, nbgrader_meta, solution_path, solution_ids
-from course_tools.grading.preprocessors import is_demo_cell
+from course_tools.grading.demo_cells import is_demo_cell
 
 ALL = {chapter: load(solution_path(chapter)) for chapter in chapters()}
 
@@ -186,7 +186,7 @@ def python_cells(nb):
 def bare_exercise_cells(nb) -> list:
     """Cells other than grade and solution cells that use an exercise without ``helpers.checks.solved`` (which
     stops the cell, tagged to let Run All go on) or ``solved_or`` (which falls back to the course's version)."""
-    from course_tools.grading.preprocessors import may_stop
+    from course_tools.grading.release.tag_cells import may_stop
 
     names = exercise_names(nb)
     return [(i, sorted(free_names(c.source) & names)) for i, c in python_cells(nb)
@@ -196,7 +196,7 @@ def bare_exercise_cells(nb) -> list:
 
 def run_all_stops(nb) -> list[str]:
     """Later cells that read what only a cell running an exercise binds (so they fail when it is blank)."""
-    from course_tools.grading.preprocessors import may_stop
+    from course_tools.grading.release.tag_cells import may_stop
 
     cells = list(python_cells(nb))
     surely_bound: set[str] = set()
@@ -215,7 +215,7 @@ def run_all_stops(nb) -> list[str]:
 @pytest.mark.parametrize("chapter", chapters())
 def test_a_cell_that_runs_an_exercise_goes_through_solved(chapter):
     """So a blank exercise stops it with "`name` is not written yet", it is tagged to let Run All go on
-    (course_tools.grading.preprocessors.TagCellsThatMayStop), and no other cell needs the exercise."""
+    (course_tools.grading.release.tag_cells.TagCellsThatMayStop), and no other cell needs the exercise."""
     bare = bare_exercise_cells(ALL[chapter])
     assert not bare, f"{chapter}: cells that run an exercise without helpers.checks.solved: {bare}"
 

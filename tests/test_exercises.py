@@ -41,7 +41,7 @@ def _blank_solutions(chapter):
 def check_blank_chapter_runs_to_the_end(chapter):
     """With every exercise blank, only grade cells and cells that run an exercise through `solved` raise (both
     tagged raises-exception in the learner's notebook, so Run All goes on); every grade cell fails."""
-    from course_tools.grading.preprocessors import may_stop
+    from course_tools.grading.release.tag_cells import may_stop
 
     allowed = {next((ln for ln in c.source.splitlines() if ln.strip()), "")[:80]
                for c in _notebook(chapter).cells if may_stop(c)}

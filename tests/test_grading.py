@@ -25,8 +25,8 @@ import matrix  # noqa: E402
 from course import no_child_left  # noqa: E402
 from course_tools.cli import main as cli  # noqa: E402
 from course_tools.grading.course import Course  # noqa: E402
-from course_tools.grading.release import generate_release  # noqa: E402
-from course_tools.grading.status import tamper_findings  # noqa: E402
+from course_tools.grading.release.generate import generate_release  # noqa: E402
+from course_tools.grading.class_level.status import tamper_findings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -127,7 +127,7 @@ def test_feedback_shows_code_and_checks_but_no_hidden_test(graded):
 def test_leak_check_ignores_lines_the_learner_was_given(graded):
     """A hidden test that repeats a line of the visible half (every check of 02_devices does) is
     no leak: counting it deleted every page of the chapter. A real hidden line still counts."""
-    from course_tools.grading.feedback import hidden_lines, leaked_lines
+    from course_tools.grading.class_level.feedback import hidden_lines, leaked_lines
 
     hidden = hidden_lines(graded.course, matrix.ASSIGNMENT)
     assert matrix.SHARED_LINE not in hidden
@@ -156,7 +156,7 @@ def test_regrading_changes_nothing_and_bystander_is_intact(graded, capsys):
 
 
 def test_release_keeps_a_learners_edits(tmp_path):
-    from course_tools.grading.release import release
+    from course_tools.grading.release.generate import release
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     first = release(root=tmp_path)
@@ -196,7 +196,7 @@ def test_a_test_changed_after_release_is_not_tampering():
 def test_repo_config_applies_the_caps():
     from traitlets.config.loader import PyFileConfigLoader
 
-    from course_tools.grading.execute import LimitedExecute
+    from course_tools.grading.engine.execute import LimitedExecute
 
     cfg = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     assert LimitedExecute in cfg.Autograde.autograde_preprocessors
@@ -206,8 +206,8 @@ def test_repo_config_applies_the_caps():
 
 def test_whole_submission_cap_stops_the_run_and_its_kernel(tmp_path, monkeypatch):
     """A submission past ``notebook_timeout`` is killed with every process under it: timed out, no score."""
-    from course_tools.grading.grade import grade_one
-    from course_tools.grading.limits import GradingLimits
+    from course_tools.grading.class_level.grade import grade_one
+    from course_tools.grading.settings import GradingLimits
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     course = Course(tmp_path)
@@ -245,7 +245,7 @@ def test_a_check_stopped_at_its_cpu_budget_says_what_the_reference_uses_here(gra
 def test_a_check_whose_reference_needs_more_cpu_here_than_its_budget_costs_a_correct_answer_nothing(tmp_path):
     """The budget is relative to this machine: a check that needs 1-2 s of CPU here, under a 0.3 s budget, is
     graded again with 3x the reference's cost, and the reference answer scores full marks."""
-    from course_tools.grading.grade import grade_one
+    from course_tools.grading.class_level.grade import grade_one
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     with open(tmp_path / "nbgrader_config.py", "a") as config:
@@ -337,7 +337,7 @@ def test_scores_have_one_source_of_truth_resubmission_and_override(graded):
 def test_cells_get_cpu_budgets_and_the_wall_clock_limit_is_only_the_outer_one():
     from traitlets.config import Config
 
-    from course_tools.grading.execute import LimitedExecute
+    from course_tools.grading.engine.execute import LimitedExecute
 
     cfg = Config()
     cfg.Execute.timeout = 600
@@ -347,13 +347,13 @@ def test_cells_get_cpu_budgets_and_the_wall_clock_limit_is_only_the_outer_one():
     grade = nbformat.v4.new_code_cell("pass", metadata=matrix._meta(grade=True, solution=False, locked=True,
                                                                      grade_id="g", points=1))
     plain = nbformat.v4.new_code_cell("pass")
-    assert ex._cpu_budget(grade) == 20 and ex._cpu_budget(plain) == 60
+    assert ex.cpu_budget(grade) == 20 and ex.cpu_budget(plain) == 60
     assert ex._get_timeout(grade) == ex._get_timeout(plain) == 600
-    assert LimitedExecute(config=cfg, calibrating=True)._cpu_budget(grade) is None  # measuring the reference
+    assert LimitedExecute(config=cfg, calibrating=True).cpu_budget(grade) is None  # measuring the reference
 
 
 def test_without_a_sandbox_grading_stops_unless_the_instructor_opts_out(tmp_path, monkeypatch, capsys):
-    from course_tools.grading import sandbox
+    from course_tools.grading.engine import sandbox
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     course = Course(tmp_path)
@@ -373,14 +373,14 @@ def test_without_a_sandbox_grading_stops_unless_the_instructor_opts_out(tmp_path
 
 
 def test_the_sandbox_never_shows_a_course_folder_it_lies_in(tmp_path):
-    from course_tools.grading.sandbox import exposed_course_paths
+    from course_tools.grading.engine.sandbox import exposed_course_paths
 
     assert exposed_course_paths(tmp_path / "course", [tmp_path, Path("/usr")]) == [str(tmp_path)]
     assert exposed_course_paths(tmp_path, [tmp_path / ".venv"]) == []
 
 
 def test_the_sandbox_mounts_no_course_folder_and_passes_no_secret(tmp_path, monkeypatch):
-    from course_tools.grading.sandbox import bwrap_command
+    from course_tools.grading.engine.sandbox import bwrap_command
 
     monkeypatch.setenv("GRADER_TOKEN", "s3cret")
     cmd = bwrap_command(["python", "-m", "ipykernel_launcher"], tmp_path / "scratch", ROOT,
@@ -400,7 +400,7 @@ def _edit_source(root: Path, change) -> None:
 
 def test_rerelease_after_a_test_fix_has_a_supported_path(tmp_path, capsys):
     """Points changed, then a check added, after grading: never a traceback, never a half-changed gradebook."""
-    from course_tools.grading.release import release
+    from course_tools.grading.release.generate import release
 
     matrix.make_course(tmp_path, ROOT / "nbgrader_config.py")
     release(root=tmp_path)
@@ -432,7 +432,7 @@ def test_rerelease_after_a_test_fix_has_a_supported_path(tmp_path, capsys):
 
 
 def test_a_points_change_by_the_instructor_is_not_tampering():
-    from course_tools.grading.status import Evidence, classify
+    from course_tools.grading.class_level.status import Evidence, classify
 
     log = "[AutogradeApp | WARNING] Attribute 'points' for cell total-check has changed! (should be: 4.0, got: 2.0)"
     got = classify("alice", matrix.ASSIGNMENT, Evidence(exit_code=0, log=log, score=5.0, max_score=5.0))

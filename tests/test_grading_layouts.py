@@ -22,7 +22,7 @@ from course import ROOT
 PROBE = """import json, os, sys
 from pathlib import Path
 import helpers
-from course_tools.grading.sandbox import helpers_in_sandbox
+from course_tools.grading.engine.sandbox import helpers_in_sandbox
 print(json.dumps({"mine": os.path.realpath(helpers.__path__[0]), "problem": helpers_in_sandbox(Path(sys.argv[1]))}))
 """
 
@@ -74,7 +74,7 @@ def test_a_regular_install_in_site_packages_is_what_the_sandbox_imports(tmp_path
 
 def test_the_verdict_worker_starts_on_the_course_folders_own_helpers(tmp_path):
     course = _course_folder(tmp_path, with_packages=True)
-    program = ("import sys; from course_tools.grading.verdict import VerdictWorker\n"
+    program = ("import sys; from course_tools.grading.engine.apart_worker import VerdictWorker\n"
                "w = VerdictWorker(sandbox=True, course_root=sys.argv[1]).start()\n"
                "print('started', w.ready); w.close()\n")
     proc = subprocess.run([sys.executable, "-c", program, str(course)], cwd=course, capture_output=True, text=True,
@@ -83,7 +83,8 @@ def test_the_verdict_worker_starts_on_the_course_folders_own_helpers(tmp_path):
 
 
 def test_grading_stops_before_the_first_submission_when_the_sandbox_would_not_import_the_checks(monkeypatch):
-    from course_tools.grading import grade, sandbox
+    from course_tools.grading.class_level import grade
+    from course_tools.grading.engine import sandbox
 
     monkeypatch.setattr(sandbox, "sandbox_problem", lambda: "")
     monkeypatch.setattr(sandbox, "helpers_in_sandbox", lambda root: "the sandbox does not import the grader's "
@@ -102,7 +103,7 @@ def test_grading_stops_before_the_first_submission_when_the_sandbox_would_not_im
 
 
 def test_the_sandbox_refuses_to_guess_between_two_helpers(monkeypatch, tmp_path):
-    from course_tools.grading import sandbox
+    from course_tools.grading.engine import sandbox
 
     monkeypatch.setattr(sandbox, "_package_dirs", lambda: [tmp_path / "a" / "helpers", tmp_path / "b" / "helpers"])
     with pytest.raises(sandbox.SandboxUnavailable, match="cannot tell which `helpers`"):

@@ -3,7 +3,7 @@ here), chapter 06, whose checks start DDP ranks, gives the reference solution fu
 loops forever in a rank a bounded, clearly labelled outcome that costs only its exercise's points.
 
 Under the old wall-clock limit (15 s per check) this machine's load alone took 5 of 06's 8 points from the
-reference at load 1.5, and all 8 at load 4-8. The limits are now CPU time (course_tools/grading/watchdog.py).
+reference at load 1.5, and all 8 at load 4-8. The limits are now CPU time (course_tools/grading/engine/watchdog.py).
 """
 
 import os
@@ -17,8 +17,8 @@ import pytest
 
 from course import ROOT, grade_cells, load, nbgrader_meta, no_child_left, solution_path
 from course_tools.grading.course import Course
-from course_tools.grading.grade import grade
-from course_tools.grading.release import generate_release
+from course_tools.grading.class_level.grade import grade
+from course_tools.grading.release.generate import generate_release
 
 #: `load`: make test runs it alone, after the rest (its busy processes would slow every test beside it)
 pytestmark = [pytest.mark.slow, pytest.mark.load]

@@ -1,4 +1,4 @@
-"""The referee (course_tools/grading/referee.py): tampering from inside a checked function is refused or found.
+"""The referee (course_tools/grading/engine/referee.py): tampering from inside a checked function is refused or found.
 
 Each case is a learner's definition, handed to a real verdict worker as grading hands it (cloudpickle, by value),
 and a grade cell that calls it the way a check does. The tampering cases must end in the report's ``tampered``
@@ -13,8 +13,8 @@ import sys
 import cloudpickle
 import pytest
 
-from course_tools.grading import referee
-from course_tools.grading.verdict import VerdictWorker
+from course_tools.grading.engine import referee
+from course_tools.grading.engine.apart_worker import VerdictWorker
 
 
 @pytest.fixture(scope="module")

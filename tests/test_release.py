@@ -40,7 +40,7 @@ def test_learner_notebook_goes_on_past_a_failing_check(chapter):
     (Run All then goes to the end with an exercise blank); no solution notebook carries the tag, so nbval
     still fails on any error there."""
     from course import solution_path
-    from course_tools.grading.preprocessors import RAISES_TAG, may_stop
+    from course_tools.grading.release.tag_cells import RAISES_TAG, may_stop
 
     learner = load(NOTEBOOKS / chapter / f"{chapter}.ipynb")
     tagged = [RAISES_TAG in c.metadata.get("tags", []) for c in learner.cells]
@@ -57,7 +57,7 @@ def test_a_committed_notebook_is_read_from_the_course_root_even_inside_the_repos
     import subprocess
 
     from course import ROOT
-    from course_tools.grading.release import _committed
+    from course_tools.grading.release.generate import _committed
 
     english, korean = ROOT / "notebooks/00_start/00_start.ipynb", ROOT / "ko/notebooks/00_start/00_start.ipynb"
     head = subprocess.run(["git", "show", "HEAD:ko/notebooks/00_start/00_start.ipynb"], cwd=ROOT, capture_output=True)

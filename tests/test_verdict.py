@@ -1,4 +1,4 @@
-"""A grade cell decided apart (course_tools/grading/verdict.py): the pieces, without nbgrader.
+"""A grade cell decided apart (course_tools/grading/engine/apart_worker.py): the pieces, without nbgrader.
 
 The whole path, through real nbgrader and the sandbox, with the tampering submissions, is in
 tests/test_grading.py (tests/grading_cases/matrix.py, ``TAMPERING``).
@@ -12,7 +12,7 @@ import cloudpickle
 import pytest
 import torch
 
-from course_tools.grading.verdict import Guard, VerdictWorker, export_code, free_names, prepare
+from course_tools.grading.engine.apart_worker import Guard, VerdictWorker, export_code, free_names, prepare
 
 
 def test_free_names_are_what_the_cell_reads_and_never_assigns():
@@ -137,12 +137,12 @@ def test_a_function_that_reaches_torch_backends_is_handed_over():
 def test_without_fork_grade_cells_stay_in_the_kernel_and_the_grader_says_so(monkeypatch, caplog):
     from nbformat.v4 import new_code_cell
 
-    from course_tools.grading import execute
+    from course_tools.grading.engine import execute
 
     ran = []
     monkeypatch.setattr(execute, "supported", lambda: False)
-    monkeypatch.setattr(execute.LimitedExecute, "_in_kernel", lambda self, cell, res, i: ran.append(i) or (cell, res))
-    monkeypatch.setattr(execute.LimitedExecute, "_judge_apart", lambda *a: pytest.fail("no worker without fork"))
+    monkeypatch.setattr(execute.LimitedExecute, "in_kernel", lambda self, cell, res, i: ran.append(i) or (cell, res))
+    monkeypatch.setattr(execute.LimitedExecute, "judge_apart", lambda *a: pytest.fail("no worker without fork"))
     ex = execute.LimitedExecute()
     grade = new_code_cell("pass", metadata={"nbgrader": {"grade": True, "grade_id": "g", "points": 1}})
     with caplog.at_level("WARNING"):

@@ -1,28 +1,30 @@
 """The course folder as grading sees it: settings, gradebook, roster, submissions, stored outcomes.
 
 Everything runs against a *course root*: the folder with ``nbgrader_config.py``
-(the repository root for a real class, a temporary folder in the tests).
-Outcomes live in ``autograded/.grading/outcomes.json``, keyed by student and
-assignment, so re-grading replaces a row and never adds one; nbgrader's own
-globs skip the hidden folder.
+(the repository root for a real class, a temporary folder in the tests). Where
+each folder is comes from nbgrader's own ``CourseDirectory`` (its settings and
+its ``directory_structure``), so a course that moves a folder in its config
+moves it for these tools too. Grading's own records live in
+``autograded/.grading/`` (nbgrader's globs skip the hidden folder): outcomes
+(``outcome_store.py``), run records (``run_record.py``), logs.
+Ground of the grading package: every room stands on it.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
 from course_tools.grading import ensure_tools_on_path
+from course_tools.grading.outcome_store import OutcomeStore
+from course_tools.grading.settings import GradingLimits
 from course_tools.paths import CONFIG_FILE
 
 __all__ = ["Course"]
-
-_SAVING = threading.Lock()  # grading threads store outcomes one at a time
 
 
 @dataclass
@@ -34,26 +36,43 @@ class Course:
         ensure_tools_on_path()
         self.config = PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
 
-    # --- settings -------------------------------------------------------------------------
+    # --- settings (nbgrader's CourseDirectory) ---------------------------------------------------
     def _setting(self, section: str, name: str, default):
         value = self.config.get(section, {}).get(name, default)
         return default if value is None else value
 
     @property
+    def dirs(self) -> CourseDirectory:
+        """nbgrader's view of this folder: its directory settings and ``format_path``."""
+        return CourseDirectory(config=self.config, root=str(self.root))
+
+    def _dir(self, step: str) -> Path:
+        return self.root / getattr(self.dirs, f"{step}_directory")
+
+    @property
     def source_dir(self) -> Path:
-        return self.root / self._setting("CourseDirectory", "source_directory", "source")
+        return self._dir("source")
+
+    @property
+    def release_dir(self) -> Path:
+        return self._dir("release")
 
     @property
     def submitted_dir(self) -> Path:
-        return self.root / self._setting("CourseDirectory", "submitted_directory", "submitted")
+        return self._dir("submitted")
 
     @property
     def autograded_dir(self) -> Path:
-        return self.root / self._setting("CourseDirectory", "autograded_directory", "autograded")
+        return self._dir("autograded")
 
     @property
     def feedback_dir(self) -> Path:
-        return self.root / self._setting("CourseDirectory", "feedback_directory", "feedback")
+        return self._dir("feedback")
+
+    def submission_dir(self, step: str, student: str, assignment: str) -> Path:
+        """Where one submission is at ``step`` (submitted, autograded, feedback), by nbgrader's own layout."""
+        dirs = self.dirs
+        return Path(dirs.format_path(getattr(dirs, f"{step}_directory"), student, assignment))
 
     @property
     def course_id(self) -> str:
@@ -72,9 +91,7 @@ class Course:
     def cell_timeout(self) -> float | None:
         return self._setting("Execute", "timeout", 30)
 
-    def limits(self):
-        from course_tools.grading.limits import GradingLimits
-
+    def limits(self) -> GradingLimits:
         return GradingLimits(config=self.config)
 
     # --- gradebook --------------------------------------------------------------------------
@@ -115,18 +132,16 @@ class Course:
         return self.autograded_dir / ".grading"
 
     def load_outcomes(self) -> dict[str, dict]:
-        path = self.records_dir / "outcomes.json"
-        return json.loads(path.read_text()) if path.is_file() else {}
+        """{"student/assignment": outcome row} of every submission graded so far."""
+        return OutcomeStore(self.records_dir).load()
 
     def save_outcome(self, outcome) -> None:
         """Store one outcome, replacing the earlier one for the same student and assignment."""
-        with _SAVING:
-            outcomes = self.load_outcomes()
-            outcomes[f"{outcome.student}/{outcome.assignment}"] = outcome.as_dict()
-            self.records_dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.records_dir / "outcomes.json.tmp"
-            tmp.write_text(json.dumps(dict(sorted(outcomes.items())), indent=1))
-            os.replace(tmp, self.records_dir / "outcomes.json")
+        OutcomeStore(self.records_dir).save(outcome.as_dict())
 
     def log_path(self, student: str, assignment: str) -> Path:
         return self.records_dir / "logs" / f"{student}__{assignment}.log"
+
+    def run_record_path(self, student: str, assignment: str, notebook: str) -> Path:
+        """The engine's run record of one graded notebook (``run_record.py``)."""
+        return self.records_dir / "runs" / f"{student}__{assignment}" / f"{notebook}.json"

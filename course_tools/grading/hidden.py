@@ -24,7 +24,7 @@ stands in, when:
   a real finding.
 
 ``python -m course_tools feedback`` searches its pages for hidden-test lines with the same blocks and the
-same length rule (:func:`course_tools.grading.feedback.hidden_lines`); what counts as given there is the
+same length rule (:func:`course_tools.grading.class_level.feedback.hidden_lines`); what counts as given there is the
 assignment as released and the learner's own submission.
 """
 
@@ -37,13 +37,25 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HIDDEN_RE", "MIN_CHARS", "SOLUTION_RE", "Finding", "block_lines", "normal", "scan", "secret_lines"]
+__all__ = ["HIDDEN_RE", "MIN_CHARS", "SOLUTION_RE", "Finding", "block_lines", "normal", "released_source", "scan",
+           "secret_lines"]
 
 HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 SOLUTION_RE = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
 #: shorter lines (stripped) are never secret: they say nothing and stand in unrelated files
 MIN_CHARS = 8
 INLINE_COMMENT = re.compile(r"\s\s+#.*$")
+
+
+def released_source(source: str) -> str:
+    """A test cell's source as the learner received it: hidden tests removed, by nbgrader's own
+    ``ClearHiddenTests`` (so what counts as released is what nbgrader releases, not a second reading of it)."""
+    from nbformat.v4 import new_code_cell
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    cell = new_code_cell(source)
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source
 
 
 @dataclass(frozen=True)

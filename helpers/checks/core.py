@@ -312,7 +312,7 @@ def _self_judging(value: Any, depth: int = 0, budget: list[int] | None = None) -
 def exercise_running(name: str) -> Iterator[None]:
     """Tell the grader's referee (if one listens) that the exercise ``name`` runs: while it does, the course's
     own versions of it refuse to run for the learner's code, however it reached them (``sys.audit`` is how the
-    course talks to the referee, ``course_tools/grading/referee.py``; in a learner's own kernel nothing
+    course talks to the referee, ``course_tools/grading/engine/referee.py``; in a learner's own kernel nothing
     listens, and :func:`helpers.checks.delegation.forbid_course_versions` is the tripwire there)."""
     token = object()
     sys.audit("course.exercise", "enter", name, token)

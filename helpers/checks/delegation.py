@@ -57,7 +57,7 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
                   "helpers.checks.ch06:reference_weights": N_("the check's own reference training")},
     # Every other exercise, with what computes its expected answer. A function of ``helpers.checks`` listed here
     # (or announcing itself: ``sys.audit("course.version", ...)``) is refused to the learner's code in every
-    # exercise when the grader's referee listens (course_tools/grading/referee.py). An empty entry: nothing in
+    # exercise when the grader's referee listens (course_tools/grading/engine/referee.py). An empty entry: nothing in
     # the course computes that answer, and the exercise is listed so a test can tell "none" from "forgotten".
     "count_parameters": {},
     "forward_on": {},

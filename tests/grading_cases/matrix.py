@@ -229,7 +229,7 @@ SNOOP_MARK = "SNOOP-RESULT"
 SNOOP = """import os, socket
 root = {root!r}
 repo = {repo!r}
-targets = [repo + '/solutions', repo + '/tests/submissions', root + '/solutions/01_tiny/01_tiny.ipynb', root + '/gradebook.db', root + '/autograded/.grading/outcomes.json',
+targets = [repo + '/solutions', repo + '/tests/submissions', root + '/solutions/01_tiny/01_tiny.ipynb', root + '/gradebook.db', root + '/autograded/.grading/outcomes.sqlite',
            root + '/submitted/solved/01_tiny/01_tiny.ipynb', root + '/feedback', root, '../../../solutions/01_tiny/01_tiny.ipynb']
 for path in targets:
     try:

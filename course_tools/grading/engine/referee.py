@@ -1,6 +1,6 @@
 """The referee: an audit hook that keeps a grade cell's judge out of reach of the learner code it calls.
 
-Why. The verdict worker (``verdict.py``) runs a grade cell in a child process where the learner's functions
+Why. The verdict worker (``apart_worker.py``) runs a grade cell in a child process where the learner's functions
 run too: a check must call them, and many checks must watch them from inside (a spy on ``synchronize``, a
 sync counter, a simulated GPU). Python lets any code reach nearly anything in its process, so tampering
 answers written from the shipped code reached the judge: they swapped a check's ``__code__``, read the
@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 import sys
 
-#: The grader's pseudo-file names: the worker's program and the grade cell (``verdict.py``).
+#: The grader's pseudo-file names: the worker's program and the grade cell (``apart_worker.py``).
 WORKER_FILE = "<course-verdict-worker>"
 GRADE_CELL_FILE = "<grade cell>"
 #: Attributes that hand out a frame, from which ``f_back`` and ``f_locals`` reach every caller.

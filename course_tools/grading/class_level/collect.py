@@ -16,7 +16,7 @@ unless every entry in it is a directory or a regular file with one link, owned b
 name claims, and its timestamps (the name's and ``timestamp.txt``'s) agree and are not in the future. A
 refused folder is never a candidate: an honest older submission is collected instead. Each refusal is
 logged and kept in ``autograded/.grading/refusals.json``, which the status table shows
-(``course_tools.grading.report``). The copy itself opens every entry with ``O_NOFOLLOW`` relative to its
+(``course_tools.grading.class_level.report``). The copy itself opens every entry with ``O_NOFOLLOW`` relative to its
 already-opened parent and checks the opened file, so swapping a file for a symlink after the check copies
 nothing. Files land owner-readable only (0640, folders 0750; group-writable when the course is
 ``groupshared``): a learner never writes in ``submitted/``.

@@ -1,14 +1,14 @@
 """The grades of a class: a student x assignment table for the terminal, and a CSV with a status column.
 
-The status and its detail come from the stored outcomes (``course_tools.grading.status``);
-the score comes from nbgrader's gradebook, read now (``course_tools.grading.scores``),
+The status and its detail come from the stored outcomes (``course_tools.grading.class_level.status``);
+the score comes from nbgrader's gradebook, read now (``course_tools.grading.class_level.scores``),
 so a manual score entered in formgrader or with ``python -m course_tools override``
 counts here exactly as in ``nbgrader export``, and is listed in the detail. A
 run that crashed, timed out or could not be read has no score (and ``grade``
 removed any old one from the gradebook), so it can never look like a plain 0.
 Rows: every student on the roster or with a submission, times every
 assignment in the gradebook or submitted; and every (student, assignment)
-that collect refused a folder for (``course_tools.grading.collect``): status
+that collect refused a folder for (``course_tools.grading.class_level.collect``): status
 ``refused`` where nothing was collected, else a note in the detail.
 
 CSV columns: the student, the assignment, score, max_score, status, detail,
@@ -28,9 +28,9 @@ from traitlets import Dict
 from traitlets.config import Configurable
 
 from course_tools.grading.course import Course
-from course_tools.grading.scores import submission_scores
-from course_tools.grading.collect import load_refusals
-from course_tools.grading.status import MISSING, NOT_GRADED, REFUSED, REFUSED_NOTE
+from course_tools.grading.class_level.scores import submission_scores
+from course_tools.grading.class_level.collect import load_refusals
+from course_tools.grading.class_level.status import MISSING, NOT_GRADED, REFUSED, REFUSED_NOTE
 
 __all__ = ["CSV_COLUMNS", "Deadlines", "rows", "format_table", "write_csv"]
 

@@ -1,7 +1,10 @@
 """What happened to one submission, decided from evidence only, never guessed.
 
 Every submission ends with exactly one status. When several apply, the first
-in this table wins; ``detail`` lists all the evidence found.
+in this table wins; ``detail`` lists all the evidence found. The evidence is
+data: the engine's run record of each notebook (``run_record.py``: each cell's
+kind of stop, ``outcome_words.STOPS``), the gradebook, and nbgrader's exit code;
+nbgrader's log is read only for a run that failed outside the engine.
 
 ==========  ===================================================================  ==========
 status      evidence that sets it                                                score
@@ -12,14 +15,15 @@ unreadable  a notebook of the submission is missing, is not JSON, is not a    no
             valid notebook (``nbformat.read`` fails), or has no nbgrader cell
             at all (nbgrader is not run)
 crashed     nbgrader exited non-zero for any reason but a timeout (its log       none, or the
-            says which), a cell killed the kernel (``KernelDiedInThisCell``:     score when the
-            skipped, the rest graded), or a cell's output is a MemoryError /     run finished
-            "can't allocate memory" (the memory cap held it)
+            says which), or the run record has a cell that killed the kernel    score when the
+            (``kernel_died``: skipped, the rest graded) or hit the memory cap    run finished
+            (``memory``: one process's allocation, or the submission's
+            processes together)
 timed out   the whole-submission cap killed the run (``notebook_timeout``), or  none, or the
-            a cell hit its limit (``c.Execute.timeout``, or                      score when the
-            its CPU budget, ``c.GradingLimits.grade_cell_cpu``, or a stall): a   run finished
-            ``CellTimeoutError`` output (interrupted), or ``InterruptIgnored``
-            (it ignored the interrupt: skipped, the rest graded)
+            the run record has a cell stopped at a limit: its CPU budget         score when the
+            (``cpu``), a stall (``stall``), ``c.Execute.timeout`` (``wall``),     run finished
+            or one that ignored the interrupt (``interrupt_ignored``: skipped,
+            the rest graded)
 tampered    a locked cell is missing from the submission or lost its nbgrader   the score of
             metadata, or its source differs from the released one *and* from    the restored
             the checksum it was released with. nbgrader put the original back   tests
@@ -37,7 +41,7 @@ Three statuses are not outcomes of grading but appear in tables and the CSV:
 ``missing`` (on the roster, nothing submitted), ``not graded`` (submitted,
 not graded yet) and ``refused`` (nothing collected, but collect refused an
 inbound folder in this student's name: a symlink, another user's file, a
-future timestamp; ``course_tools/grading/collect.py``). A refusal beside a
+future timestamp; ``course_tools/grading/class_level/collect.py``). A refusal beside a
 collected submission is listed in that row's detail.
 
 Why "differs from the checksum it was released with" for ``tampered``: a cell
@@ -54,9 +58,9 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from nbgrader import utils as nbutils
-from nbgrader.preprocessors import ClearHiddenTests
 
-from course_tools.grading.execute import INTERRUPT_IGNORED, KERNEL_DIED, STALLED, TAMPERED
+from course_tools.grading.hidden import released_source
+from course_tools.grading.run_record import CellRun, RunRecord
 
 __all__ = [
     "STATUSES",
@@ -64,7 +68,7 @@ __all__ = [
     "Outcome",
     "classify",
     "tamper_findings",
-    "notebook_findings",
+    "record_findings",
 ]
 
 #: Statuses of a grading run, most severe first (the first that applies wins).
@@ -73,8 +77,6 @@ MISSING = "missing"
 NOT_GRADED = "not graded"
 REFUSED = "refused"
 REFUSED_NOTE = "refused at collect"
-
-MEMORY_TEXTS = ("can't allocate memory", "cannot allocate memory", "not enough memory")
 
 
 @dataclass
@@ -86,8 +88,8 @@ class Evidence:
     exit_code: int | None = None  # nbgrader's; None when it was not run
     killed_after: float | None = None  # seconds, when the whole-submission cap killed it
     log: str = ""  # nbgrader's output
-    cell_errors: list[tuple[str, str, str]] = field(default_factory=list)  # (cell, ename, evalue)
-    output_cut: list[str] = field(default_factory=list)  # cells whose output hit the cap
+    cells: list[CellRun] = field(default_factory=list)  # the engine's run records, every notebook's cells
+    no_record: list[str] = field(default_factory=list)  # notebooks whose run left no record
     tampered: list[str] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
@@ -119,20 +121,11 @@ class Outcome:
 
 
 def _log_findings(log: str) -> dict[str, list[str]]:
-    found = {"cell_timeout": [], "dead": [], "iopub": [], "missing": [], "attribute": [], "errors": []}
+    """What nbgrader's own log says about a run that failed outside the engine (nbgrader itself, its kernel)."""
+    found = {"dead": [], "errors": []}
     for line in log.splitlines():
-        if "Timeout waiting for execute reply" in line:
-            found["cell_timeout"].append(line)
         if "Kernel died" in line or "DeadKernelError" in line:
             found["dead"].append(line)
-        if "Timeout waiting for IOPub output" in line or "CellTimeoutError" in line:
-            found["iopub"].append(line)
-        m = re.search(r"Missing grade cell (\S+) encountered", line)
-        if m:
-            found["missing"].append(m.group(1))
-        m = re.search(r"Attribute '(points|locked|cell_type)' for cell (\S+) has changed", line)
-        if m:
-            found["attribute"].append(f"`{m.group(2)}` had its {m.group(1)} changed (put back)")
         if re.match(r"\s*\w+(Error|Exception): ", line):
             found["errors"].append(line.strip())
     return found
@@ -141,7 +134,7 @@ def _log_findings(log: str) -> dict[str, list[str]]:
 def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     """The one status the evidence supports, with every finding in ``detail``."""
 
-    load_sensitive = ev.killed_after is not None or any(STALLED in evalue for _, _, evalue in ev.cell_errors)
+    load_sensitive = ev.killed_after is not None or any(c.stop == "stall" for c in ev.cells)
 
     def outcome(status, score=None, notes=()):
         return Outcome(student, assignment, status, score, ev.max_score if score is not None else None,
@@ -166,27 +159,27 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
         else:
             last = logged["errors"][-1] if logged["errors"] else f"nbgrader exited with code {ev.exit_code}"
             notes.append(f"grading failed: {last[:300]}")
-    died = _cells_with(ev, KERNEL_DIED)
+    died = _cells_with(ev, "kernel_died")
     if died:
         status = status or "crashed"
         notes.append(f"the kernel died in {died} (os._exit, a signal or a crash): {_skipped(died)}")
-    memory = [c for c, ename, evalue in ev.cell_errors if ename == "MemoryError" or any(t in evalue.lower() for t in MEMORY_TEXTS)]
+    memory = _cells_with(ev, "memory")
     if memory:
         status = status or "crashed"
         cap = f" ({ev.memory_mb} MiB)" if ev.memory_mb else ""
-        notes.append(f"hit the memory cap{cap} in {', '.join(memory)}" + ("; the rest was graded" if finished else ""))
+        notes.append(f"hit the memory cap{cap} in {memory}" + ("; the rest was graded" if finished else ""))
 
     # timed out: the whole submission, or one cell (interrupted, or ignoring the interrupt and skipped)
     if ev.killed_after is not None:
         status = status or "timed out"
         notes.append(f"the whole submission ran past {ev.killed_after:.0f} s and was stopped; no score")
     limit = _limits_text(ev)
-    ignored = _cells_with(ev, INTERRUPT_IGNORED)
+    ignored = _cells_with(ev, "interrupt_ignored")
     if ignored:
         status = status or "timed out"
         notes.append(f"{ignored} ran past {limit} and ignored the interrupt: {_skipped(ignored)}")
-    timed = _cells_with(ev, "CellTimeoutError", "TimeoutError")
-    if timed or (logged["cell_timeout"] and not ignored):
+    timed = _cells_with(ev, "cpu", "stall", "wall")
+    if timed:
         status = status or "timed out"
         where = f"{timed} ran" if timed else "a cell ran"
         tail = "; the rest was graded" if finished else ""
@@ -195,15 +188,18 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     # nbgrader's "Attribute 'points' ... has changed" is no evidence: it also fires for every learner after the
     # instructor changed a check's points, and nbgrader puts the gradebook's points back either way.
     tampered = list(ev.tampered)
-    replaced = _cells_with(ev, TAMPERED)
+    replaced = _cells_with(ev, "tampered")
     if replaced:
         tampered.append(f"the learner's code replaced or reached into part of the grader while {replaced} ran (scored 0)")
     if tampered:
         status = status or "tampered"
         notes.extend(tampered)
 
-    if ev.output_cut:
-        notes.append(f"output cut at the cap in {', '.join(ev.output_cut)}")
+    cut = [c.cell for c in ev.cells if c.output_cut]
+    if cut:
+        notes.append(f"output cut at the cap in {', '.join(cut)}")
+    if ev.no_record and finished:
+        notes.append(f"the grading run left no record of {', '.join(ev.no_record)}")
     notes.extend(ev.notes)
 
     if status is None:
@@ -217,9 +213,9 @@ def classify(student: str, assignment: str, ev: Evidence) -> Outcome:
     return outcome(status, score, notes)
 
 
-def _cells_with(ev: Evidence, *enames: str) -> str:
-    """The cells whose error is one of ``enames``, as text ("" when none)."""
-    return ", ".join(dict.fromkeys(c for c, ename, _ in ev.cell_errors if ename in enames))
+def _cells_with(ev: Evidence, *stops: str) -> str:
+    """The cells whose run record says one of ``stops`` (``outcome_words.STOPS``), as text ("" when none)."""
+    return ", ".join(dict.fromkeys(c.cell for c in ev.cells if c.stop in stops))
 
 
 def _skipped(cells: str) -> str:
@@ -234,33 +230,12 @@ def _limits_text(ev: Evidence) -> str:
     return f"the {ev.cell_timeout:g} s limit" if ev.cell_timeout else "the time limit"
 
 
-def _cell_name(cell, index: int) -> str:
-    gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-    return f"`{gid}`" if gid else f"cell {index + 1}"
-
-
-def notebook_findings(nb, ev: Evidence) -> None:
-    """Add what an autograded notebook's outputs show (errors, cut output) to ``ev``."""
-    from course_tools.grading.limits import OUTPUT_CUT_MARK
-
-    for index, cell in enumerate(nb.cells):
-        if cell.get("cell_type") != "code":
-            continue
-        name = _cell_name(cell, index)
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                ev.cell_errors.append((name, out.get("ename", ""), str(out.get("evalue", ""))))
-            elif OUTPUT_CUT_MARK in str(out.get("text", "")) + str(out.get("data", {}).get("text/plain", "")):
-                ev.output_cut.append(name)
-
-
-def _released_source(source: str) -> str:
-    """A test cell's source as the learner received it: hidden tests removed."""
-    from nbformat.v4 import new_code_cell
-
-    cell = new_code_cell(source)
-    ClearHiddenTests()._remove_hidden_test_region(cell)
-    return cell.source
+def record_findings(notebook: str, record: RunRecord | None, ev: Evidence) -> None:
+    """Add what the engine's run record of one notebook says (each cell's kind of stop, cut output) to ``ev``."""
+    if record is None:
+        ev.no_record.append(f"{notebook}.ipynb")
+        return
+    ev.cells.extend(record.cells)
 
 
 def tamper_findings(nb, source_cells) -> list[str]:
@@ -281,7 +256,7 @@ def tamper_findings(nb, source_cells) -> list[str]:
         if cell is None:
             found.append(f"`{src.name}` was deleted or lost its nbgrader metadata (put back and graded)")
             continue
-        if cell.get("source", "").strip() == _released_source(src.source).strip():
+        if cell.get("source", "").strip() == released_source(src.source).strip():
             continue
         stored = cell.get("metadata", {}).get("nbgrader", {}).get("checksum")
         if stored and nbutils.compute_checksum(cell) == stored:

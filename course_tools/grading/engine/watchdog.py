@@ -10,9 +10,14 @@ with the load, while an answer that loops forever uses CPU without end. So a cel
 - **it stalls**: it has used almost no CPU for ``stall`` seconds of wall-clock time (a sleep, a deadlock,
   a wait for input; on a machine this busy a working answer still gets a share of a core).
 
+The same watch holds the submission's memory as a whole: past ``memory_mb``, summed over the kernel, the
+grade-cell worker and every process they started, the cell is stopped too (the kernel's own ``RLIMIT_DATA``,
+``kernel.py``, holds one process only: eight DataLoader workers would each get the whole cap).
+
 Stopping is an interrupt (SIGINT, as nbclient and JupyterLab send); an answer that swallows it is killed
-``grace`` seconds later, with every process it started. :class:`CellWatch` only observes and signals:
-:mod:`course_tools.grading.execute` decides what the cell's outcome says.
+``grace`` seconds later, with every process it started. A memory stop kills the processes the kernel started
+at once (their memory is what grows) and interrupts the kernel. :class:`CellWatch` only observes and signals:
+:mod:`course_tools.grading.engine.execute` decides what the cell's outcome says.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 
 import psutil
 
-__all__ = ["CellWatch", "Stop", "family", "tree_cpu_seconds"]
+__all__ = ["CellWatch", "Stop", "family", "tree_cpu_seconds", "tree_memory_bytes"]
 
 #: How often the watch reads the process tree's CPU time (s): a budget is overrun by at most about this.
 POLL_S = 0.2
@@ -58,14 +63,52 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def _pss_bytes(proc: psutil.Process) -> int:
+    """Proportional set size: a page shared by n processes counts 1/n in each (Linux); elsewhere the RSS."""
+    try:
+        with open(f"/proc/{proc.pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return proc.memory_info().rss
+
+
+def tree_memory_bytes(pids: list[int], over: int = 0) -> int:
+    """Memory of processes ``pids`` and every process below them, together.
+
+    The resident set sizes are summed first (cheap: a few microseconds a process); only where that sum passes
+    ``over`` are the proportional set sizes read (milliseconds each), so pages forked children share with their
+    parent (torch's, a dataset's) count once, not once per child. The result is at most the true use.
+    """
+    procs = {p.pid: p for pid in pids for p in family(pid)}.values()
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    if not over or total <= over:
+        return total
+    pss = 0
+    for proc in procs:
+        try:
+            pss += _pss_bytes(proc)
+        except psutil.Error:
+            continue
+    return pss
+
+
 @dataclass
 class Stop:
     """Why the watch stopped a cell, with what it had used by then."""
 
-    reason: str  #: "cpu" (the budget is spent) or "stall" (almost no CPU for ``stall`` seconds)
+    reason: str  #: "cpu" (the budget is spent), "stall" (almost no CPU for ``stall`` seconds), or "memory"
     cpu_s: float
     wall_s: float
     killed: bool = False  #: the interrupt was ignored, so every process of the kernel was killed
+    memory_mb: float = 0.0  #: with "memory": what the submission's processes used together
 
 
 class CellWatch:
@@ -73,13 +116,17 @@ class CellWatch:
 
     ``pid`` is the kernel's process as launched (under the sandbox, bubblewrap around the kernel): every
     process below it is the learner's. ``cpu_budget`` None means no CPU limit (a calibration run).
-    ``on_stop``, where given, is called instead of the interrupt: a verdict worker's cell runs in a
-    disposable process (``verdict.py``), which is simply killed.
+    ``on_stop``, where given, is called instead of the interrupt: a grade cell runs in a disposable worker
+    process (``apart_worker.py``), which is simply killed. ``memory_mb`` (0: none) caps the memory of ``pid``'s
+    processes and of ``also``'s (the learner's kernel, while the worker runs a grade cell) together.
     """
 
-    def __init__(self, pid: int, cpu_budget: float | None, stall: float, grace: float, on_stop=None):
+    def __init__(self, pid: int, cpu_budget: float | None, stall: float, grace: float, on_stop=None,
+                 memory_mb: int = 0, also: tuple[int, ...] = ()):
         self.pid, self.cpu_budget, self.stall, self.grace = pid, cpu_budget, stall, grace
         self.on_stop = on_stop
+        self.memory_cap = memory_mb * 2**20
+        self.memory_pids = [pid, *(p for p in also if p)]
         self.stop: Stop | None = None
         self.cpu_s = self.wall_s = 0.0
         self._done = threading.Event()
@@ -109,29 +156,48 @@ class CellWatch:
                 window.pop(0)
             if self.cpu_budget is not None and self.cpu_s > self.cpu_budget:
                 return self._interrupt("cpu")
+            if self.memory_cap:
+                used = tree_memory_bytes(self.memory_pids, over=self.memory_cap)
+                if used > self.memory_cap:
+                    return self._interrupt("memory", memory_mb=used / 2**20)
             first = window[0]
             if self.wall_s - first[0] >= self.stall and self.cpu_s - first[1] < STALL_SHARE * self.stall:
                 return self._interrupt("stall")
 
-    def _interrupt(self, reason: str) -> None:
-        self.stop = Stop(reason, self.cpu_s, self.wall_s)
+    def _interrupt(self, reason: str, memory_mb: float = 0.0) -> None:
+        self.stop = Stop(reason, self.cpu_s, self.wall_s, memory_mb=memory_mb)
         if self.on_stop is not None:
             self.stop.killed = True
             return self.on_stop()
+        if reason == "memory":
+            self._signal(signal.SIGKILL, children=True)
         self._signal(signal.SIGINT)
         if not self._done.wait(self.grace):
             self.stop.killed = True
             self._signal(signal.SIGKILL, everyone=True)
 
-    def _signal(self, signum: int, everyone: bool = False) -> None:
-        """SIGINT to the kernel (the learner's code turns it into KeyboardInterrupt there); SIGKILL to all."""
+    def _signal(self, signum: int, everyone: bool = False, children: bool = False) -> None:
+        """SIGINT to the kernel (the learner's code turns it into KeyboardInterrupt there); SIGKILL to all, or to
+        every process below the kernel (``children``)."""
         tree = family(self.pid)
         kernels = [p for p in tree if _is_kernel(p)] or tree[:1]
-        for proc in tree if everyone else kernels:
+        if children:
+            below = {c.pid for k in kernels for c in _children(k)}
+            targets = [p for p in tree if p.pid in below]
+        else:
+            targets = tree if everyone else kernels
+        for proc in targets:
             try:
                 os.kill(proc.pid, signum)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 def _is_kernel(proc: psutil.Process) -> bool:

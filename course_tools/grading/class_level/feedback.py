@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 
 from course_tools.grading.course import Course
-from course_tools.grading.hidden import HIDDEN_RE, MIN_CHARS
+from course_tools.grading.hidden import HIDDEN_RE, MIN_CHARS, released_source
 
 __all__ = ["FeedbackResult", "feedback", "hidden_lines", "leaked_lines", "released_lines"]
 
@@ -47,13 +47,11 @@ def _lines(text: str) -> set[str]:
 def released_lines(course: Course, assignment: str) -> set[str]:
     """Every line a learner was given: each test cell as released (hidden tests removed), every
     other cell of the assignment's notebooks in ``solutions/`` (hidden tests removed)."""
-    from course_tools.grading.status import _released_source
-
     seen: set[str] = set()
     with course.gradebook() as gb:
         for nb in gb.find_assignment(assignment).notebooks:
             for cell in nb.source_cells:
-                seen |= _lines(_released_source(cell.source or ""))
+                seen |= _lines(released_source(cell.source or ""))
     for path in sorted((course.source_dir / assignment).glob("*.ipynb")):
         try:
             nb = nbformat.read(str(path), as_version=4)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_tools.grading import ensure_tools_on_path
-from course_tools.grading.gradebook_changes import GradebookChangeError, prepare_gradebook
+from course_tools.grading.release.gradebook_changes import GradebookChangeError, prepare_gradebook
 from course_tools.paths import assignments, package_course_root
 
 __all__ = ["ReleaseError", "ReleaseResult", "assignments", "generate_release", "release"]

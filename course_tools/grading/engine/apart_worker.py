@@ -51,7 +51,7 @@ import types
 try:  # in the worker's program the boot ran referee.py's source first, into this same namespace
     arm, read_reports, GRADE_CELL_FILE, REPORT_EVENT, WORKER_FILE  # noqa: B018
 except NameError:  # imported by the grader
-    from course_tools.grading.referee import GRADE_CELL_FILE, REPORT_EVENT, WORKER_FILE, arm, read_reports
+    from course_tools.grading.engine.referee import GRADE_CELL_FILE, REPORT_EVENT, WORKER_FILE, arm, read_reports
 
 MARK = "course-verdict-worker"
 #: The folder holding the grader's helpers (argv of the worker): trusted code, for the referee.
@@ -535,7 +535,7 @@ class VerdictWorker:
         """Launch the worker and return at once: its imports (two seconds) overlap the kernel's start."""
         import subprocess
 
-        from course_tools.grading.sandbox import helpers_root
+        from course_tools.grading.engine.sandbox import helpers_root
 
         # -I ignores PYTHONPATH: the folder of the grader's own helpers goes first on the worker's path instead
         cmd = [self.python, "-I", "-c", worker_program(), str(helpers_root()), MARK]
@@ -544,7 +544,7 @@ class VerdictWorker:
         if self.sandbox:
             from pathlib import Path
 
-            from course_tools.grading.sandbox import bwrap_command
+            from course_tools.grading.engine.sandbox import bwrap_command
 
             cmd = bwrap_command(cmd, Path(self.scratch), Path(self.course_root), {})
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -623,7 +623,7 @@ class VerdictWorker:
         return None if reply is None else json.loads(reply)
 
     def _tree(self) -> list:
-        from course_tools.grading.watchdog import family
+        from course_tools.grading.engine.watchdog import family
 
         return family(self.proc.pid)
 
@@ -684,7 +684,7 @@ def worker_program() -> str:
     """``python -c`` source of the worker: :data:`BOOT` with the source of referee.py and of this file."""
     here = os.path.dirname(os.path.abspath(__file__))
     sources = []
-    for name in ("referee.py", "verdict.py"):
+    for name in ("referee.py", "apart_worker.py"):
         with open(os.path.join(here, name), encoding="utf-8") as fh:
             sources.append(fh.read())
     return BOOT.format(name=WORKER_FILE, sources=sources)

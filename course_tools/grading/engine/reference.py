@@ -7,7 +7,7 @@ budget was wrong for this machine and the answer is graded again with ``cpu_fact
 cost; otherwise the timeout's message says what the answer used against what the reference uses.
 
 The reference runs only when some answer spends a budget, once per notebook, in a process of its own
-(``python -m course_tools.grading.execute ROOT ASSIGNMENT NOTEBOOK``), and is kept in ``autograded/.grading/reference-costs.json``
+(``python -m course_tools.grading.engine.execute ROOT ASSIGNMENT NOTEBOOK``), and is kept in ``autograded/.grading/reference-costs.json``
 keyed by the solution notebook's content and the machine, so an edited solution or another machine is
 measured anew. A lock file makes concurrent graders measure it once.
 """
@@ -23,6 +23,8 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+
+from course_tools.grading.course import Course
 
 __all__ = ["machine_id", "reference_costs"]
 
@@ -47,8 +49,6 @@ def _locked(path: Path):
 
 def reference_costs(root: Path, assignment: str, notebook: str, timeout_s: float = 1800) -> dict[str, float]:
     """{grade_id: CPU seconds} of the reference solution of ``assignment/notebook`` on this machine."""
-    from course_tools.grading.course import Course
-
     course = Course(root)
     source = course.source_dir / assignment / f"{notebook}.ipynb"
     if not source.is_file():
@@ -65,7 +65,7 @@ def reference_costs(root: Path, assignment: str, notebook: str, timeout_s: float
 
 def _measure(root: Path, assignment: str, notebook: str, timeout_s: float) -> dict[str, float]:
     """Run the reference in a process of its own (nbclient cannot run a notebook inside a running one)."""
-    proc = subprocess.run([sys.executable, "-m", "course_tools.grading.execute", str(root), assignment, notebook],
+    proc = subprocess.run([sys.executable, "-m", "course_tools.grading.engine.calibrate", str(root), assignment, notebook],
                           capture_output=True, text=True, timeout=timeout_s)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:

@@ -2,9 +2,15 @@
 
 Each submission runs ``nbgrader autograde <assignment> --student <id> --force``
 in a separate process group, so a submission that hangs past the
-whole-submission cap, or kills its kernel, stops only itself. The outcome of
-each comes from ``course_tools.grading.status`` and is stored (replacing any
+whole-submission cap, or kills its kernel, stops only itself. That process runs
+each notebook through the engine, ``engine.execute.LimitedExecute``, because
+``nbgrader_config.py`` puts it in place of nbgrader's ``Execute``;
+``require_engine`` stops grading where a course's config does not. The engine
+leaves a run record per notebook (``run_record.py``); the outcome of each
+submission comes from ``status.classify`` over that record, the gradebook and
+nbgrader's exit code, and is stored (``outcome_store.py``, replacing any
 earlier one), so grading twice gives the same table and no duplicate rows.
+``jobs`` submissions are graded at once.
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ from pathlib import Path
 import nbformat
 import psutil
 
+from course_tools.grading.engine.execute import LimitedExecute
+from course_tools.grading.engine.watchdog import family
 from course_tools.grading.course import Course
-from course_tools.grading.scores import apply_overrides
-from course_tools.grading.status import Evidence, Outcome, classify, notebook_findings, tamper_findings
+from course_tools.grading.class_level.scores import apply_overrides
+from course_tools.grading.class_level.status import Evidence, Outcome, classify, record_findings, tamper_findings
+from course_tools.grading.run_record import read_record
 
 __all__ = ["grade", "grade_one", "forget_score", "register_assignment"]
 
@@ -33,7 +42,7 @@ def register_assignment(course: Course, assignment: str) -> None:
     nbgrader can only grade an assignment it generated; the release goes to a
     throwaway folder so no learner notebook is ever written here.
     """
-    from course_tools.grading.release import generate_release
+    from course_tools.grading.release.generate import generate_release
 
     with tempfile.TemporaryDirectory() as tmp:
         generate_release(Path(tmp), [assignment], root=course.root, db_url=course.db_url)
@@ -41,17 +50,13 @@ def register_assignment(course: Course, assignment: str) -> None:
 
 def _kill_tree(proc: subprocess.Popen) -> None:
     """Kill nbgrader and every process under it (the kernel runs in a session of its own)."""
-    try:
-        parent = psutil.Process(proc.pid)
-        family = parent.children(recursive=True) + [parent]
-    except psutil.NoSuchProcess:
-        family = []
-    for p in family:
+    tree = family(proc.pid)
+    for p in tree:
         try:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(family, timeout=10)
+    psutil.wait_procs(tree, timeout=10)
     proc.wait()
 
 
@@ -129,10 +134,13 @@ def grade_one(course: Course, student: str, assignment: str, roster: list[str], 
     if not ev.unknown:
         with course.gradebook() as gb:
             notebooks = {nb.name: list(nb.source_cells) for nb in gb.find_assignment(assignment).notebooks}
-        submitted, ev.unreadable = _read_notebooks(course.submitted_dir / student / assignment, sorted(notebooks))
+        submitted, ev.unreadable = _read_notebooks(course.submission_dir("submitted", student, assignment),
+                                                   sorted(notebooks))
         if not ev.unreadable:
             for name, nb in submitted.items():
                 ev.tampered += tamper_findings(nb, notebooks[name])
+            for name in notebooks:  # a record left by an earlier run must not speak for this one
+                course.run_record_path(student, assignment, name).unlink(missing_ok=True)
             for attempt in range(3):  # another grading process may hold the gradebook for a moment
                 ev.exit_code, ev.killed_after = _run_autograde(
                     course, student, assignment, limits.notebook_timeout, course.log_path(student, assignment)
@@ -141,14 +149,12 @@ def grade_one(course: Course, student: str, assignment: str, roster: list[str], 
                 if ev.exit_code == 0 or "database is locked" not in ev.log:
                     break
                 time.sleep(1 + attempt)
-            out_dir = course.autograded_dir / student / assignment
+            out_dir = course.submission_dir("autograded", student, assignment)
             if ev.killed_after is not None:
                 shutil.rmtree(out_dir, ignore_errors=True)  # half-written: feedback must not use it
             else:
-                for name in notebooks:
-                    path = out_dir / f"{name}.ipynb"
-                    if path.is_file():
-                        notebook_findings(nbformat.read(str(path), as_version=4), ev)
+                for name in sorted(notebooks):
+                    record_findings(name, read_record(course.run_record_path(student, assignment, name)), ev)
             if ev.exit_code == 0 and ev.killed_after is None:
                 with course.gradebook() as gb:
                     ev.notes += apply_overrides(course, gb, student, assignment)
@@ -167,7 +173,7 @@ def grade_one(course: Course, student: str, assignment: str, roster: list[str], 
 def forget_score(course: Course, student: str, assignment: str) -> None:
     """A run with no score replaces any earlier one everywhere: the gradebook (so ``nbgrader export``
     and formgrader no longer show the old score) and the autograded notebook (so no feedback uses it)."""
-    shutil.rmtree(course.autograded_dir / student / assignment, ignore_errors=True)
+    shutil.rmtree(course.submission_dir("autograded", student, assignment), ignore_errors=True)
     for attempt in range(5):  # another grading process may hold the gradebook for a moment
         try:
             with course.gradebook() as gb:
@@ -197,16 +203,26 @@ def _again_alone(course: Course, outcomes: list[Outcome], roster: list[str], kno
     return outcomes
 
 
+def require_engine(course: Course) -> None:
+    """Stop before grading anything when the course's ``nbgrader_config.py`` does not run notebooks through the
+    engine: nbgrader's plain ``Execute`` has none of the caps, no sandbox and no run record."""
+    steps = course.config.get("Autograde", {}).get("autograde_preprocessors") or []
+    if not any(isinstance(step, type) and issubclass(step, LimitedExecute) for step in steps):
+        raise SystemExit("grading stopped: nbgrader_config.py does not put LimitedExecute in place of nbgrader's "
+                         "Execute (c.Autograde.autograde_preprocessors), so learner code would run without the "
+                         "caps or the sandbox. Copy those lines from the course's own nbgrader_config.py.")
+
+
 def require_sandbox(course: Course) -> None:
     """Stop before grading anything when the configuration asks for the sandbox and none can run here, or when
     the sandbox would not import the grader's own ``helpers`` (every submission would end "crashed")."""
-    from course_tools.grading.sandbox import INSTALL_HINT, helpers_in_sandbox, sandbox_problem
+    from course_tools.grading.engine.sandbox import INSTALL_HINT, helpers_in_sandbox, sandbox_problem
 
     if not course.limits().sandbox:
         return
     if sandbox_problem():
         raise SystemExit(f"grading stopped: {sandbox_problem()}, and learner code only runs in the sandbox "
-                         f"(course_tools/grading/sandbox.py). To fix: {INSTALL_HINT}.")
+                         f"(course_tools/grading/engine/sandbox.py). To fix: {INSTALL_HINT}.")
     problem = helpers_in_sandbox(course.root)
     if problem:
         raise SystemExit(f"grading stopped before the first submission: {problem}.")
@@ -226,6 +242,7 @@ def grade(
 
     todo = course.submissions(assignment, student)
     if todo:
+        require_engine(course)
         require_sandbox(course)
     known = set(course.graded_assignments())
     for name in sorted({a for _, a in todo} - known):

@@ -1,6 +1,6 @@
 """Scores as the gradebook has them: per exercise, with manual overrides, the one source of truth.
 
-``grade`` stores a status per submission (``course_tools.grading.status``), but the
+``grade`` stores a status per submission (``course_tools.grading.class_level.status``), but the
 score shown anywhere (the table, ``export``'s CSV) is read from nbgrader's
 gradebook at that moment, so ``nbgrader export``, formgrader and the course's
 export always agree: a manual score entered in formgrader counts, and a run
