@@ -23,7 +23,7 @@ help:
 	@echo "make test-fast unit tests and exercise checks only (no notebooks, no nbgrader round trip)"
 	@echo "make test-torch-floor  chapters and unit tests under the oldest torch pyproject.toml promises (a 2nd venv)"
 	@echo "make env       what this machine offers the course"
-	@echo "make release   regenerate notebooks/ from solutions/ (refuses to overwrite your edits)"
+	@echo "make release   regenerate every generated tree: notebooks/, the Korean catalogs, ko/solutions/, ko/notebooks/ (refuses to overwrite your edits)"
 	@echo "make grade     grade submitted/ [ASSIGNMENT=.. STUDENT=..]; prints a status table"
 	@echo "make feedback  HTML feedback for graded submissions (hidden tests stay hidden)"
 	@echo "make export    grades.csv with a status column beside each score"
@@ -70,8 +70,15 @@ $(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(STAMP)
 test-torch-floor: $(FLOOR_STAMP)
 	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest $(FLOOR_PYTEST) $(PYTEST_ARGS)
 
+# Every generated tree in one command: notebooks/ from solutions/, the Korean catalogs in step with the English
+# (translations/ko/*.po), the Korean solutions and notebooks and the helpers' compiled messages, then what is left
+# to translate (a translator's work: the Korean edition shows the English until then; CI fails on it).
 release: $(STAMP)
 	$(PY) -m course_tools release
+	$(PY) -m course_tools translate update
+	$(PY) -m course_tools translate build
+	$(PY) -m course_tools release --course ko
+	@$(PY) -m course_tools translate check || echo "make release: the entries above are untranslated or fuzzy (translations/ko/); the Korean edition shows the English for them until they are translated"
 
 # quoted, so STUDENT="pat smith" stays one argument
 grade: $(STAMP)

@@ -437,3 +437,26 @@ def test_a_points_change_by_the_instructor_is_not_tampering():
     log = "[AutogradeApp | WARNING] Attribute 'points' for cell total-check has changed! (should be: 4.0, got: 2.0)"
     got = classify("alice", matrix.ASSIGNMENT, Evidence(exit_code=0, log=log, score=5.0, max_score=5.0))
     assert got.status == "graded", got
+
+
+def test_the_engine_leaves_a_run_record_that_status_reads(graded):
+    """What happened to each cell is data the engine wrote (course_tools/grading/run_record.py), not words
+    searched for in outputs: a CPU stop, a kernel death, both kinds of memory cap, a cut output, a tamper."""
+    from course_tools.grading.run_record import read_record
+
+    def record(student):
+        found = read_record(graded.course.run_record_path(student, matrix.ASSIGNMENT, matrix.ASSIGNMENT))
+        assert found is not None and found.finished, student
+        return {cell.grade_id or cell.cell: cell for cell in found.cells}
+
+    assert record("infinite_loop")["square"].stop == "cpu"
+    assert record("infinite_loop")["square"].cpu_s >= 5
+    assert record("dies")["square"].stop == "kernel_died"
+    assert record("memory_bomb")["square"].stop == "memory"
+    assert record("memory_spread")["square"].stop == "memory"
+    assert record("memory_spread")["square"].ename == "MemoryCapReached"
+    assert record("output_flood")["square"].output_cut or any(c.output_cut for c in record("output_flood").values())
+    assert record("trojan")["square-check"].stop == "tampered"
+    solved = record("solved")
+    assert all(cell.stop == "" for cell in solved.values()) and solved["total-check"].cpu_s is not None
+    assert not (graded.course.records_dir / "runs" / f"unknown_student__{matrix.ASSIGNMENT}").exists()

@@ -18,9 +18,10 @@ time per notebook      ``c.GradingLimits.notebook_timeout`` (s)     ``course_too
                                                                     whole autograde process tree; a timed-out
                                                                     submission is graded once more, alone
 memory                 ``c.GradingLimits.memory_mb``, for the       ``RLIMIT_DATA`` in each process (an
-                       whole submission: the kernel, the grade-     allocation past it raises MemoryError),
-                       cell worker and every process they start     and ``watchdog.CellWatch`` over their
-                       (DataLoader workers, DDP ranks), together    sum: past it the cell is stopped
+                       whole submission: the kernel and every       allocation past it raises MemoryError),
+                       process it starts (DataLoader workers, DDP   and ``watchdog.CellWatch`` over their
+                       ranks) together; while a check runs, its     sum: past it the cell is stopped
+                       worker and every process it starts
 output per cell        ``c.GradingLimits.output_kb``                ``LimitedExecute``: output past it is
                                                                     dropped while it arrives, never stored
 sandbox                ``c.GradingLimits.sandbox``                  ``CappedKernelManager`` (bubblewrap)

@@ -38,6 +38,9 @@ killed_in_check      ``square`` SIGKILLs its kernel when a       crashed      2
                      check calls it (that check skipped)
 memory_bomb          allocates until it fails; held by the       crashed      2
                      memory cap (MemoryError), rest graded
+memory_spread        four child processes of 400 MiB each: each   crashed      2
+                     under the 1024 MiB cap, together past it;
+                     stopped by the submission's cap, rest graded
 output_flood         prints ~20 MB in 10 million short lines,     graded       3
                      then solves; held by the output cap
 dies                 ``os._exit(1)`` in ``square``: the kernel   crashed      2
@@ -209,6 +212,15 @@ def swallow_interrupt(nb):
 def memory_bomb(nb):
     bomb = "hog = []\nwhile True:\n    hog.append(bytearray(50 * 2**20))\n"
     return _solve(nb, square=bomb)
+
+
+def memory_spread(nb):
+    spread = ("import subprocess, sys, time\n"
+              "code = 'b = bytearray(400 * 2**20)\\nfor i in range(0, len(b), 4096): b[i] = 1\\n"
+              "import time; time.sleep(120)'\n"
+              "kids = [subprocess.Popen([sys.executable, '-c', code]) for _ in range(4)]\n"
+              "time.sleep(120)\n")
+    return _solve(nb, square=spread)
 
 
 def output_flood(nb):
@@ -449,7 +461,8 @@ CASES = {
     f.__name__: f
     for f in (
         solved, blank, wrong, different, assert_true, deleted_test, stripped_meta, infinite_loop,
-        swallow_interrupt, loop_in_check, hang_in_check, killed_in_check, memory_bomb, output_flood, dies, snoop, rot13_leak,
+        swallow_interrupt, loop_in_check, hang_in_check, killed_in_check, memory_bomb, memory_spread,
+        output_flood, dies, snoop, rot13_leak,
         long_message, all_stripped, bad_json, unknown_student,
     )
 } | TAMPERING
@@ -469,6 +482,7 @@ OUTCOMES = {
     "hang_in_check": ("timed out", 1.0, "`total-check` ran past its limit (3 s of cpu for a grade cell"),
     "killed_in_check": ("crashed", 2.0, "the kernel died in `square-check`"),
     "memory_bomb": ("crashed", 2.0, "memory"),
+    "memory_spread": ("crashed", 2.0, "hit the memory cap (1024 MiB) in `square`"),
     "output_flood": ("graded", 3.0, "output"),
     "dies": ("crashed", 2.0, "the kernel died in `square`"),
     "snoop": ("graded", 3.0, ""),

@@ -24,7 +24,7 @@ class GradeCellsApart:
     """Mixin: run a grade cell in the worker, on what the learner's kernel exports.
 
     Needs ``self.limits``, ``self.course_root``, ``self.in_kernel`` (run a cell in the learner's kernel),
-    ``self.kernel_pid``, ``self.cpu_budget``, ``self.mark_stopped``; fills ``self.cell_cpu``,
+    ``self.cpu_budget``, ``self.mark_stopped``; fills ``self.cell_cpu``,
     ``self.stops`` and ``self.cut_cells`` for the run record.
     """
 
@@ -77,8 +77,7 @@ class GradeCellsApart:
             raise RuntimeError(str(err)) from None
         cap = self.limits.output_kb * 1024 if self.limits.output_kb > 0 else 1 << 30
         watch = CellWatch(worker.pid, self.cpu_budget(cell), self.limits.stall, self.limits.interrupt_grace,
-                          on_stop=worker.stop_leftovers, memory_mb=self.limits.memory_mb,
-                          also=(self.kernel_pid() or 0,))
+                          on_stop=worker.stop_leftovers, memory_mb=self.limits.memory_mb)
         with watch:
             report = worker.judge(cell.source, blob, cap)
         self.cell_cpu[index] = round(watch.cpu_s, 3)

@@ -10,9 +10,12 @@ with the load, while an answer that loops forever uses CPU without end. So a cel
 - **it stalls**: it has used almost no CPU for ``stall`` seconds of wall-clock time (a sleep, a deadlock,
   a wait for input; on a machine this busy a working answer still gets a share of a core).
 
-The same watch holds the submission's memory as a whole: past ``memory_mb``, summed over the kernel, the
-grade-cell worker and every process they started, the cell is stopped too (the kernel's own ``RLIMIT_DATA``,
-``kernel.py``, holds one process only: eight DataLoader workers would each get the whole cap).
+The same watch holds the submission's memory as a whole: past ``memory_mb``, summed over the processes of the
+running cell's tree, once there is more than one (the kernel and every process it started; while a grade cell runs, the grade-cell worker and
+every process the check's calls start), the cell is stopped too. The kernel's own ``RLIMIT_DATA`` (``kernel.py``)
+holds one process only: eight DataLoader workers would each get the whole cap. The idle kernel is not counted
+while a grade cell runs: what earlier cells left in it, its own cap already bounded, and counting it would charge
+every later check for one cell's memory.
 
 Stopping is an interrupt (SIGINT, as nbclient and JupyterLab send); an answer that swallows it is killed
 ``grace`` seconds later, with every process it started. A memory stop kills the processes the kernel started
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 
 import psutil
 
-__all__ = ["CellWatch", "Stop", "family", "tree_cpu_seconds", "tree_memory_bytes"]
+__all__ = ["CellWatch", "Stop", "family", "learner_processes", "tree_cpu_seconds", "tree_memory_bytes"]
 
 #: How often the watch reads the process tree's CPU time (s): a budget is overrun by at most about this.
 POLL_S = 0.2
@@ -75,14 +78,25 @@ def _pss_bytes(proc: psutil.Process) -> int:
     return proc.memory_info().rss
 
 
-def tree_memory_bytes(pids: list[int], over: int = 0) -> int:
-    """Memory of processes ``pids`` and every process below them, together.
+def learner_processes(pid: int) -> list[psutil.Process]:
+    """Process ``pid`` and every process below it, without the sandbox's own ``bwrap`` processes."""
+    found = []
+    for proc in family(pid):
+        try:
+            if proc.name() != "bwrap":
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def tree_memory_bytes(procs: list[psutil.Process], over: int = 0) -> int:
+    """Memory of ``procs`` together.
 
     The resident set sizes are summed first (cheap: a few microseconds a process); only where that sum passes
     ``over`` are the proportional set sizes read (milliseconds each), so pages forked children share with their
     parent (torch's, a dataset's) count once, not once per child. The result is at most the true use.
     """
-    procs = {p.pid: p for pid in pids for p in family(pid)}.values()
     total = 0
     for proc in procs:
         try:
@@ -117,16 +131,15 @@ class CellWatch:
     ``pid`` is the kernel's process as launched (under the sandbox, bubblewrap around the kernel): every
     process below it is the learner's. ``cpu_budget`` None means no CPU limit (a calibration run).
     ``on_stop``, where given, is called instead of the interrupt: a grade cell runs in a disposable worker
-    process (``apart_worker.py``), which is simply killed. ``memory_mb`` (0: none) caps the memory of ``pid``'s
-    processes and of ``also``'s (the learner's kernel, while the worker runs a grade cell) together.
+    process (``apart_worker.py``), which is simply killed. ``memory_mb`` (0: none) caps the memory of ``pid``
+    and every process below it, together.
     """
 
     def __init__(self, pid: int, cpu_budget: float | None, stall: float, grace: float, on_stop=None,
-                 memory_mb: int = 0, also: tuple[int, ...] = ()):
+                 memory_mb: int = 0):
         self.pid, self.cpu_budget, self.stall, self.grace = pid, cpu_budget, stall, grace
         self.on_stop = on_stop
         self.memory_cap = memory_mb * 2**20
-        self.memory_pids = [pid, *(p for p in also if p)]
         self.stop: Stop | None = None
         self.cpu_s = self.wall_s = 0.0
         self._done = threading.Event()
@@ -157,9 +170,13 @@ class CellWatch:
             if self.cpu_budget is not None and self.cpu_s > self.cpu_budget:
                 return self._interrupt("cpu")
             if self.memory_cap:
-                used = tree_memory_bytes(self.memory_pids, over=self.memory_cap)
-                if used > self.memory_cap:
-                    return self._interrupt("memory", memory_mb=used / 2**20)
+                procs = learner_processes(self.pid)
+                # one process alone is held by its own RLIMIT_DATA (kernel.py), which counts what it allocated
+                # and not the libraries it maps; the sum is for what one process's limit cannot see
+                if len(procs) > 1:
+                    used = tree_memory_bytes(procs, over=self.memory_cap)
+                    if used > self.memory_cap:
+                        return self._interrupt("memory", memory_mb=used / 2**20)
             first = window[0]
             if self.wall_s - first[0] >= self.stall and self.cpu_s - first[1] < STALL_SHARE * self.stall:
                 return self._interrupt("stall")
