@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, 
 
 from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
-from helpers.checks.machine import FakeMachine
+from helpers.checks.fakes.machine import FakeMachine
 from helpers.ddp import PortableError, portable
 from helpers.i18n import _
 from helpers.machine import busy_factor
