@@ -38,7 +38,14 @@ from helpers.checks.delegation import CourseVersionCalled
 from helpers.checks.patching import patched
 from helpers.i18n import _
 from helpers.models import MLP, make_regression
-from helpers.processes import PortableError, RankFailed, RunTimedOut, busy_factor, launch, portable
+from helpers.processes import (
+    PortableError,
+    RankFailed,
+    RunTimedOut,
+    busy_factor,
+    launch,
+    portable,
+)
 from helpers.record import Record
 
 __all__ = [
