@@ -210,7 +210,7 @@ def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dt
                   units: dict[str, bool | None]) -> str:
     """Whether the low-precision step ``low`` ran faster than ``fp32``, slower, or within the noise, and why.
 
-    The verdict is :func:`helpers.benchmark.compare`'s, the course's one rule
+    The conclusion is :func:`helpers.benchmark.compare`'s, the course's one rule
     for conclusions from measurements: a difference only when the two
     timings' bands do not overlap, with the ratio's interval. Only then does
     the sentence go on to say why, for the kind of device the timings were
@@ -220,20 +220,21 @@ def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dt
     ``dtype`` (bf16 on a T4) it says the dtype is emulated there, never that
     casts outweighed tensor cores it does not have. Within the noise on this
     machine, or with too few repeats to know, it says so and explains nothing.
+    (Its name predates :class:`helpers.benchmark.Conclusion`: chapter 05's text, in both editions, names it.)
     """
-    verdict = benchmark.compare(low, fp32)
+    conclusion = benchmark.compare(low, fp32)  # the messages' {verdict} is it: the catalog keeps their msgids
     device_type = torch.device(low.device).type
     without = _gpu_without(dtype, units) if device_type == "cuda" else None
-    if verdict.faster is low:
+    if conclusion.faster is low:
         where = {torch.bfloat16: "AMX (bf16 matrix tiles)", torch.float16: "AMX-FP16"}.get(dtype)
         if device_type == "cpu" and where and units.get(where):
-            return _("{verdict}: the {unit} matrix tiles pay for the casts").format(verdict=verdict,
+            return _("{verdict}: the {unit} matrix tiles pay for the casts").format(verdict=conclusion,
                                                                                     unit=where.split(" (")[0])
         if without:
             return _("{verdict}, although {without}: what it saves is memory traffic (16-bit tensors), not "
-                     "arithmetic").format(verdict=verdict, without=without)
-        return _("{verdict}: the low-precision arithmetic pays for the casts").format(verdict=verdict)
-    if verdict.faster is fp32:
+                     "arithmetic").format(verdict=conclusion, without=without)
+        return _("{verdict}: the low-precision arithmetic pays for the casts").format(verdict=conclusion)
+    if conclusion.faster is fp32:
         if device_type == "cpu":
             why = _cpu_slower(dtype, units)
         elif without:
@@ -242,8 +243,8 @@ def speed_verdict(low: benchmark.Timing, fp32: benchmark.Timing, dtype: torch.dt
             why = _("at this size the casts and extra kernel launches cost more than the tensor cores save")
         else:
             why = _("at this size the casts and extra kernel launches cost more than the 16-bit arithmetic saves")
-        return f"{verdict.sentence(longer=True)}: {why}"  # both halves are translated already
-    return str(verdict)
+        return f"{conclusion.sentence(longer=True)}: {why}"  # both halves are translated already
+    return str(conclusion)
 
 
 # --------------------------------------------------------------------------- the three training steps

@@ -19,7 +19,7 @@ needs on top:
   torch's own ``Measurement.meets_confidence``, over enough blocks), which the
   :class:`NoisyTimingWarning`, :attr:`Timing.noisy` and a :class:`Table`'s
   ``noisy``, ``best`` and :func:`describe_noisy` all ask;
-* one rule for "A is faster than B" (:func:`compare`, a :class:`Verdict`): a
+* one rule for "A is faster than B" (:func:`compare`, a :class:`Conclusion`): a
   conclusion only when the two measurements' bands (median plus or minus half
   the IQR, at least :data:`MIN_SPREAD` of the median) do not overlap, so a
   difference within the noise is said to be one, and no chapter prints a
@@ -27,7 +27,8 @@ needs on top:
   the rule cannot tell apart from the fastest (or slowest), and
   :func:`describe_leader` says it in words; :func:`verdicts_by_size` judges a
   sweep's two devices size by size, and :func:`crossover` claims a crossover
-  only where those verdicts are beyond the noise.
+  only where those conclusions are beyond the noise. (A *verdict*, in this
+  course, is only a check's judgement of a learner's code: ``helpers.checks``.)
 
 It also holds :class:`BackgroundQueue`, the stand-in chapter 01 *teaches*
 with on a machine without a GPU: real work queued on a background thread and
@@ -80,10 +81,10 @@ torch_benchmark = _import_torch_benchmark()
 
 __all__ = [
     "BackgroundQueue",
+    "Conclusion",
     "NoisyTimingWarning",
     "Table",
     "Timing",
-    "Verdict",
     "add_work",
     "compare",
     "compare_with_torch_timer",
@@ -191,7 +192,7 @@ class Timing:
     def summary(self) -> str:
         """``"2 workers: 120 ms (IQR 8% of the median, 5 repeats, 2 threads)"``: a figure with its spread.
 
-        What a chapter prints beside a :class:`Verdict`, so the reader sees the
+        What a chapter prints beside a :class:`Conclusion`, so the reader sees the
         numbers the conclusion came from.
         """
         repeats = (_("{n} repeat") if len(self.times) == 1 else _("{n} repeats")).format(n=len(self.times))
@@ -361,7 +362,7 @@ def _warn_if_noisy(timing: Timing) -> None:
         )
 
 
-# --------------------------------------------------------------------------- verdicts: comparing measurements
+# --------------------------------------------------------------------------- conclusions: comparing measurements
 
 
 def _band(timing: Timing) -> tuple[float, float]:
@@ -378,10 +379,10 @@ def _times(ratio: float) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Verdict:
+class Conclusion:
     """What two measurements say about which work is faster, by :func:`compare`'s rule.
 
-    ``str(verdict)`` is the sentence a chapter prints: a conclusion
+    ``str(conclusion)`` is the sentence a chapter prints: a conclusion
     (``"A is 1.83x faster than B (1.41x to 2.30x, from their spreads)"``) only
     when there is one, otherwise that the difference is within the noise on
     this machine, or that too few repeats were measured to know.
@@ -421,12 +422,12 @@ class Verdict:
         """The larger median over the smaller (at least 1): how far apart they are, whoever is faster."""
         return max(self.speedup, 1 / self.speedup) if self.speedup > 0 else math.inf
 
-    def exceeds(self, other: "Verdict") -> bool:
+    def exceeds(self, other: "Conclusion") -> bool:
         """Whether this speed-up is larger than ``other``'s beyond the noise: its interval lies wholly above."""
         return self.known and other.known and self.low > other.high
 
     def sentence(self, longer: bool = False) -> str:
-        """The verdict in words; ``longer=True`` names the slower first (``"data takes 40x as long as forward"``)."""
+        """The conclusion in words; ``longer=True`` names the slower first (``"data takes 40x as long as forward"``)."""
         return self._conclusion(longer) if self.clear else self._no_conclusion()
 
     def _conclusion(self, longer: bool) -> str:
@@ -467,15 +468,15 @@ def _name(timing: Timing | None, default: str) -> str:
     return timing.label if timing is not None and timing.label else default
 
 
-def compare(a: Timing, b: Timing, *, threads_compared: bool = False) -> Verdict:
+def compare(a: Timing, b: Timing, *, threads_compared: bool = False) -> Conclusion:
     """Whether ``a`` ran faster than ``b``, slower, or within the noise: the course's one rule for comparisons.
 
     The rule: each measurement stands for a band, its median plus or minus
     half its spread, the spread being its IQR (the middle half of its repeats)
     but at least :data:`MIN_SPREAD` of its median. ``a`` is faster than ``b``
     only when ``a``'s band lies wholly below ``b``'s; equivalently, when the
-    speed-up's interval (``b``'s band over ``a``'s: :attr:`Verdict.low` to
-    :attr:`Verdict.high`) excludes 1. Why this rule:
+    speed-up's interval (``b``'s band over ``a``'s: :attr:`Conclusion.low` to
+    :attr:`Conclusion.high`) excludes 1. Why this rule:
 
     * the IQR is the spread torch's ``Measurement`` reports and
       :meth:`Timing.meets_confidence` judges: robust to the odd slow repeat,
@@ -495,7 +496,7 @@ def compare(a: Timing, b: Timing, *, threads_compared: bool = False) -> Verdict:
     speedup = b.median / a.median if a.median > 0 else math.nan
     low = b_low / a_high if a_high > 0 else math.nan
     high = b_high / a_low if a_low > 0 else math.inf
-    return Verdict(a, b, speedup, low, high, threads_compared)
+    return Conclusion(a, b, speedup, low, high, threads_compared)
 
 
 def leaders(timings: Sequence[Timing], slowest: bool = False) -> list[Timing]:
@@ -522,7 +523,7 @@ def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False,
                     threads_compared: bool = False) -> str:
     """What :func:`leaders` found, in words: ``"the bottleneck is load: load takes 63x as long as compute (...)"``.
 
-    The leader is named, with its verdict against the runner-up (the next by
+    The leader is named, with its conclusion against the runner-up (the next by
     median), only when it stands apart from every other beyond the noise;
     otherwise all those tied with it are named as within the noise on this
     machine (``"no single bottleneck: ..."``). ``what`` names the role;
@@ -538,13 +539,13 @@ def describe_leader(timings: Sequence[Timing], what: str, slowest: bool = False,
         return _("the {what} is {label}, the only one measured").format(what=what, label=top[0].label)
     runner_up = sorted(measured, key=lambda t: t.median, reverse=slowest)[1]
     pair = (runner_up, top[0]) if slowest else (top[0], runner_up)
-    verdict = compare(*pair, threads_compared=threads_compared)
+    conclusion = compare(*pair, threads_compared=threads_compared)  # {verdict} below: the catalog's msgid, kept
     return _("the {what} is {label}: {verdict}").format(what=what, label=top[0].label,
-                                                        verdict=verdict.sentence(longer=slowest))
+                                                        verdict=conclusion.sentence(longer=slowest))
 
 
 def report(timings: Iterable[Timing]) -> str:
-    """Each measurement on a line with its spread (:meth:`Timing.summary`): the figures a verdict came from."""
+    """Each measurement on a line with its spread (:meth:`Timing.summary`): the figures a conclusion came from."""
     return "\n".join(f"  {t.summary()}" for t in timings)
 
 
@@ -738,37 +739,38 @@ def compare_with_torch_timer(n: int = 1024, rounds: int = 5, num_threads: int | 
     return table
 
 
-def crossover(sizes: Sequence[int], speedups: Sequence[float | Verdict | None]) -> int | None:
+def crossover(sizes: Sequence[int], speedups: Sequence[float | Conclusion | None]) -> int | None:
     """The smallest size from which the accelerator is faster at that size and every larger one.
 
     None when it is not faster at the largest size measured. ``sizes`` must be
     increasing. Each of ``speedups`` is either a plain speed-up,
     ``cpu_seconds[i] / accelerator_seconds[i]`` (faster: above 1; chapter
-    01's exercise defines the crossover so), or the :class:`Verdict`
+    01's exercise defines the crossover so), or the :class:`Conclusion`
     ``compare(accelerator, cpu)`` at that size (:func:`verdicts_by_size`),
     as the chapters pass it: then faster means faster beyond the noise
-    (``verdict.faster is verdict.a``), so a size where the two are within
+    (``conclusion.faster is conclusion.a``), so a size where the two are within
     the noise on this machine ends the run like a loss, and no crossover is
     claimed that one noisy reading made.
     """
     sys.audit("course.version", "helpers.benchmark:crossover")  # the grader: no exercise passes by calling this
     found = None
     for n, s in reversed(list(zip(sizes, speedups))):
-        wins = s.faster is s.a if isinstance(s, Verdict) else s is not None and s > 1
+        wins = s.faster is s.a if isinstance(s, Conclusion) else s is not None and s > 1
         if not wins:
             break
         found = n
     return found
 
 
-def verdicts_by_size(table: Table, a: str | torch.device, b: str | torch.device) -> dict[Any, Verdict]:
+def verdicts_by_size(table: Table, a: str | torch.device, b: str | torch.device) -> dict[Any, Conclusion]:
     """``compare(a's timing, b's timing)`` at every size a :func:`sweep` measured on both devices, by size.
 
     ``a`` and ``b`` are devices of ``table`` (``"cuda:0"``, ``"cpu"``): each
-    verdict's ``speedup`` is ``b``'s median over ``a``'s, with its interval
-    (:attr:`Verdict.low` to :attr:`Verdict.high`), and its sentence names
+    conclusion's ``speedup`` is ``b``'s median over ``a``'s, with its interval
+    (:attr:`Conclusion.low` to :attr:`Conclusion.high`), and its sentence names
     the devices (the timings are copies labelled by device; the table's own
-    are left as they are). Pass the list of verdicts to :func:`crossover`.
+    are left as they are). Pass the list of conclusions to :func:`crossover`.
+    (Its name predates :class:`Conclusion`: chapter 01's text, in both editions, names it.)
     """
     def by_size(device: str | torch.device) -> dict[Any, Timing]:
         return {r["size"]: dataclasses.replace(r["timing"], label=str(device)) for r in table.where(device=str(device))}

@@ -432,7 +432,7 @@ def worker_memory(exclude: Iterable[int] = ()) -> list[int]:
 
 # --------------------------------------------------------------------------- where a step's time goes
 
-#: A step's parts as a legend or a verdict names them, translated where shown (the keys stay: code reads them).
+#: A step's parts as a legend or a conclusion names them, translated where shown (the keys stay: code reads them).
 _PART_NAMES = {"load": N_("load"), "copy": N_("copy"), "compute": N_("compute")}
 
 
@@ -456,7 +456,7 @@ class StepTimes:
         return max(medians, key=medians.get)
 
     def timings(self) -> dict[str, Any]:
-        """Each part's steps as a :class:`helpers.benchmark.Timing` (median, IQR), for the course's verdicts."""
+        """Each part's steps as a :class:`helpers.benchmark.Timing` (median, IQR), for the course's conclusions."""
         from helpers.benchmark import Timing
 
         return {k: Timing.from_times(getattr(self, k) or [float("nan")], label=_(_PART_NAMES[k]),

@@ -155,20 +155,6 @@ def nvcc_version() -> str | None:
     return match.group(1) if match else out.strip().splitlines()[-1] if out.strip() else None
 
 
-def busy_factor() -> float:
-    """How busy this machine is now: runnable processes per core (the 1-minute load average), at least 1.
-
-    A wall-clock limit that a quiet machine meets with room to spare (a DDP run, a DataLoader worker's start)
-    is multiplied by it, so a busy machine does not turn a slow, correct run into a failure; an answer that
-    hangs is still stopped, in time proportional to the load. 1.0 where the load average is unknown.
-    """
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # Windows has no load average
-        return 1.0
-    return max(1.0, load / (os.cpu_count() or 1))
-
-
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:

@@ -25,7 +25,7 @@ Chapter 07 (troubleshooting) teaches this module. Five parts:
 * **Profiler and TensorBoard**: :class:`SlowDataset` (a data-loading
   bottleneck to find), :func:`region_totals` / :func:`slowest_region` (read
   a Chrome trace), :func:`region_timings` (each region's calls as a Timing,
-  for the course's verdicts), :func:`region_device_times` (the device work
+  for the course's conclusions), :func:`region_device_times` (the device work
   launched in each region, from any thread), :func:`device_activity` (the
   device's busy time and idle gaps), :func:`profile_regions`, :func:`log_training`
   (SummaryWriter: loss, throughput, memory), :func:`read_scalars`

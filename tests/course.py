@@ -24,7 +24,7 @@ import nbformat
 import psutil
 
 from course_tools.paths import assignments
-from helpers.ddp import free_port  # noqa: F401 - re-exported: the one free_port, for the servers tests start
+from helpers.processes import free_port  # noqa: F401 - re-exported: the one free_port, for the servers tests start
 
 
 ROOT = Path(__file__).resolve().parents[1]

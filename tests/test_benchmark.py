@@ -18,7 +18,7 @@ import torch
 from helpers import benchmark as bench
 from helpers import device as dev
 from helpers.checks import cpu_only_machine
-from helpers.checks.ch01 import SimulatedDevice
+from helpers.checks.fakes.simulated_gpu import SimulatedDevice
 
 
 def test_time_callable_reports_a_timing_with_throughput():

@@ -18,7 +18,8 @@ import torch
 from helpers import benchmark as bench
 from helpers import device as dev
 from helpers.checks import CheckFailed, ch01, cpu_only_machine, delegation
-from helpers.checks.ch01 import FakeComparison, SimulatedDevice
+from helpers.checks.fakes.comparison import FakeComparison
+from helpers.checks.fakes.simulated_gpu import SimulatedDevice
 
 
 def _real():
@@ -454,20 +455,20 @@ def test_fake_comparison_passes_a_correct_comparison_and_names_mistakes():
     seconds = {"cpu": [1e-5, 1e-3, 1e-1], "cuda": [1e-4, 2e-3, 1e-3]}
     fake = FakeComparison(seconds, run_timed=True)
     result = _reference_compare(fake.make_work, [8, 64, 512], "cuda", fake.timer)
-    assert fake.speedup_verdict(result, [8, 64, 512]) is None
-    assert fake.crossover_verdict(result, [8, 64, 512]) is None
-    assert fake.setup_verdict([8, 64, 512], ["cpu", "cuda"]) is None
+    assert ch01.speedup_verdict(fake, result, [8, 64, 512]) is None
+    assert ch01.crossover_verdict(fake, result, [8, 64, 512]) is None
+    assert ch01.setup_verdict(fake, [8, 64, 512], ["cpu", "cuda"]) is None
     inverted = dict(result, speedup=[1 / s for s in result["speedup"]])
-    assert "inverted" in fake.speedup_verdict(inverted, [8, 64, 512])
-    assert "crossover" in fake.crossover_verdict(dict(result, crossover=8), [8, 64, 512])
+    assert "inverted" in ch01.speedup_verdict(fake, inverted, [8, 64, 512])
+    assert "crossover" in ch01.crossover_verdict(fake, dict(result, crossover=8), [8, 64, 512])
 
     inside = FakeComparison(seconds, run_timed=True)
     inside.timer(lambda: inside.make_work(8, "cpu")(), "cpu")
-    assert "timed region" in inside.setup_verdict([8], ["cpu"])
+    assert "timed region" in ch01.setup_verdict(inside, [8], ["cpu"])
 
     none = FakeComparison({"cpu": [1e-3, 2e-3]})
-    assert none.no_accelerator_verdict(lambda: _reference_compare(none.make_work, [8, 16], None, none.timer), [8, 16]) is None
-    assert "no accelerator" in none.no_accelerator_verdict(lambda: torch.device(None), [8, 16])
+    assert ch01.no_accelerator_verdict(none, lambda: _reference_compare(none.make_work, [8, 16], None, none.timer), [8, 16]) is None
+    assert "no accelerator" in ch01.no_accelerator_verdict(none, lambda: torch.device(None), [8, 16])
 
 
 def test_the_crossover_is_judged_against_the_true_speedups_so_a_wrong_ratio_costs_it_nothing():
@@ -475,12 +476,12 @@ def test_the_crossover_is_judged_against_the_true_speedups_so_a_wrong_ratio_cost
     result = _reference_compare(fake.make_work, [8, 64, 512], "cuda", fake.timer)
     inverted = [1 / s for s in result["speedup"]]
     from_times = dict(result, speedup=inverted)  # the crossover found from the times: right
-    assert fake.crossover_verdict(from_times, [8, 64, 512]) is None
+    assert ch01.crossover_verdict(fake, from_times, [8, 64, 512]) is None
     consistent = dict(result, speedup=inverted, crossover=bench.crossover([8, 64, 512], inverted))
-    assert fake.crossover_verdict(consistent, [8, 64, 512]) is None  # right logic on a wrong ratio
-    assert "expected 512" in fake.crossover_verdict(dict(result, crossover=64), [8, 64, 512])
-    assert fake.crossover_verdict(dict(result, crossover=np.int64(512)), [8, 64, 512]) is None
-    assert fake.crossover_verdict(dict(result, crossover=torch.tensor(512)), [8, 64, 512]) is None
+    assert ch01.crossover_verdict(fake, consistent, [8, 64, 512]) is None  # right logic on a wrong ratio
+    assert "expected 512" in ch01.crossover_verdict(fake, dict(result, crossover=64), [8, 64, 512])
+    assert ch01.crossover_verdict(fake, dict(result, crossover=np.int64(512)), [8, 64, 512]) is None
+    assert ch01.crossover_verdict(fake, dict(result, crossover=torch.tensor(512)), [8, 64, 512]) is None
 
 
 @pytest.mark.parametrize("speedups, got, says", [
@@ -492,8 +493,8 @@ def test_each_wrong_crossover_is_named(speedups, got, says):
     sizes = [16, 128, 512, 1024, 2048][:len(speedups)]
     fake = FakeComparison({"cpu": [s * 1e-3 for s in speedups], "cuda": [1e-3] * len(speedups)})
     result = _reference_compare(fake.make_work, sizes, "cuda", fake.timer)
-    assert fake.crossover_verdict(result, sizes) is None
-    assert says in fake.crossover_verdict(dict(result, crossover=got), sizes)
+    assert ch01.crossover_verdict(fake, result, sizes) is None
+    assert says in ch01.crossover_verdict(fake, dict(result, crossover=got), sizes)
 
 
 def test_timing_the_accelerator_on_cpu_inputs_is_named_in_both_checks():
@@ -539,10 +540,10 @@ def test_fake_comparison_names_an_ignored_timer_and_makes_syncs_harmless():
 
     with cpu_only_machine(), fake.active():
         result = _reference_compare(fake.make_work, [8, 16], "cuda", own_timer)
-    assert "`timer`" in fake.speedup_verdict(result, [8, 16])
+    assert "`timer`" in ch01.speedup_verdict(fake, result, [8, 16])
     none = FakeComparison({"cpu": [1e-3, 2e-3]})
     with none.active():  # the speed-up check names the ignored timer; this one judges only the None answer
-        assert none.no_accelerator_verdict(lambda: _reference_compare(none.make_work, [8, 16], None, own_timer),
+        assert ch01.no_accelerator_verdict(none, lambda: _reference_compare(none.make_work, [8, 16], None, own_timer),
                                            [8, 16]) is None
 
 

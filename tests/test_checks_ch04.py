@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 from helpers import dataloader as dl
 from helpers.checks import CheckFailed, FakeMachine
 from helpers.checks import ch04
-from helpers.ddp import portable
+from helpers.processes import portable
 
 # learner code is written in a notebook, whose functions live in __main__: exec it the same way
 LEARNER = '''

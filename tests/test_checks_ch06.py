@@ -15,7 +15,7 @@ import torch
 
 from course import no_child_left
 from helpers.checks import CheckFailed, ch06
-from helpers.machine import busy_factor
+from helpers.processes import busy_factor
 from helpers.models import make_regression
 
 
@@ -164,7 +164,7 @@ def test_every_rank_has_connected_before_the_learner_code_runs(monkeypatch):
     """A rank that raises at once must not leave while a peer still connects (gloo: "connectFullMesh failed")."""
     import torch.distributed as dist
 
-    from helpers.ddp import free_port
+    from helpers.processes import free_port
 
     order = []
     real = dist.barrier

@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from helpers import machine
+from helpers import machine, processes
 from helpers.checks import fake_machine
 
 
@@ -72,14 +72,14 @@ def test_the_cuda_driver_version_is_none_or_a_pair():
 
 
 def test_busy_factor_is_runnable_processes_per_core_and_never_below_one(monkeypatch):
-    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(machine.os, "getloadavg", lambda: (8.0, 1.0, 1.0))
-    assert machine.busy_factor() == 4.0
-    monkeypatch.setattr(machine.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
-    assert machine.busy_factor() == 1.0
+    monkeypatch.setattr(processes.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(processes.os, "getloadavg", lambda: (8.0, 1.0, 1.0))
+    assert processes.busy_factor() == 4.0
+    monkeypatch.setattr(processes.os, "getloadavg", lambda: (0.5, 1.0, 1.0))
+    assert processes.busy_factor() == 1.0
 
     def no_load_average():
         raise OSError("not on this system")
 
-    monkeypatch.setattr(machine.os, "getloadavg", no_load_average)
-    assert machine.busy_factor() == 1.0
+    monkeypatch.setattr(processes.os, "getloadavg", no_load_average)
+    assert processes.busy_factor() == 1.0

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import benchmark as bench
-from helpers.checks.ch01 import SimulatedDevice
+from helpers.checks.fakes.simulated_gpu import SimulatedDevice
 
 # seconds per repeat, from a microsecond to a quarter of an hour: any time a chapter measures
 seconds = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)

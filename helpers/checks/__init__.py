@@ -1,10 +1,11 @@
 """What grade cells use, kept apart from the modules the chapters teach with.
 
 Floors: ``failure`` (CheckFailed), ``patching`` (the one patching utility)
-and ``machine`` (the one fake machine) at the bottom; ``delegation`` (no
-exercise passed by calling the course's own version) on them; ``core`` (the
-check_* assertions, solved, passed); then one module of verdicts per chapter,
-``chNN``. No teaching module imports anything from here.
+and ``fakes`` (the one fake machine, and the stand-ins built on it) at the
+bottom; ``delegation`` (no exercise passed by calling the course's own
+version) on them; ``core`` (the check_* assertions, solved, passed); then one
+module of verdicts per chapter, ``chNN``. No teaching module imports anything
+from here.
 
 A grade cell imports what it uses inside the cell (``from helpers.checks
 import check, passed``), so a learner's cell that defines its own ``check``
@@ -28,7 +29,7 @@ from helpers.checks.core import (
     solved,
     solved_or,
 )
-from helpers.checks.machine import FakeMachine, cpu_only_machine, fake_machine
+from helpers.checks.fakes import FakeMachine, cpu_only_machine, fake_machine
 from helpers.checks.patching import CallLog, patched, record_calls
 from helpers.i18n import tr
 

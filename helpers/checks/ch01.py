@@ -1,12 +1,13 @@
 """Chapter 01's checks: a correct device-aware timer and a CPU-vs-accelerator comparison.
 
-Nothing here measures real speed. The timer exercise runs on a
-:class:`SimulatedDevice` (a virtual clock, and a simulated GPU whose work
-finishes only when it is synchronised, with its CUDA events and its stream
-on the same clock); the comparison exercise gets its
-timings injected by a :class:`FakeComparison`. Both are built from the one
-fake machine and the one patching utility (:mod:`helpers.checks.machine`,
-:mod:`helpers.checks.patching`).
+Nothing here measures real speed, and this module holds only the verdicts.
+The timer exercise runs on a simulated GPU
+(:class:`~helpers.checks.fakes.simulated_gpu.SimulatedDevice`: a virtual
+clock, and a device whose work finishes only when it is synchronised, with
+its CUDA events and its stream on the same clock); the comparison exercise
+gets its timings injected by a
+:class:`~helpers.checks.fakes.comparison.FakeComparison`. Both fakes live in
+:mod:`helpers.checks.fakes`; here their records are judged.
 
 Each ``check_*`` function is one grade cell's verdict; it takes the case
 (durations, sizes, expected seconds) as arguments, because the hidden cases
@@ -21,30 +22,24 @@ import inspect
 import math
 import re
 import sys
-import threading
-import time
-import timeit
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 
 from helpers import benchmark
-from helpers import device as course_device
 from helpers.benchmark import format_seconds
 from helpers.checks import delegation
-from helpers.checks.core import CheckFailed, check, check_equal, solved, warnings_dropped
+from helpers.checks.core import CheckFailed, check, check_equal, fail_unless, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
-from helpers.checks.machine import FakeMachine, cpu_only_machine
-from helpers.checks.patching import Change, patched
+from helpers.checks.fakes.comparison import FakeComparison
+from helpers.checks.fakes.machine import cpu_only_machine
+from helpers.checks.fakes.simulated_gpu import NO_EVENTS, NOT_COMPLETED, NOT_RECORDED, NOT_TIMED, SimulatedDevice
+from helpers.checks.patching import patched
 from helpers.i18n import N_, _
 from helpers.record import Record
 
 __all__ = [
-    "FakeComparison",
-    "SimulatedDevice",
-    "SimulatedEvent",
-    "SimulatedStream",
     "as_seconds",
     "check_crossover",
     "check_median",
@@ -55,9 +50,12 @@ __all__ = [
     "check_untimed_setup",
     "check_untimed_warmup",
     "check_warmup",
+    "crossover_verdict",
+    "no_accelerator_verdict",
+    "setup_verdict",
     "simulate_timer",
+    "speedup_verdict",
     "sync_functions",
-    "sync_routes",
 ]
 
 # Messages used by more than one verdict: English here (N_), translated where they are shown (_()).
@@ -65,24 +63,6 @@ NEVER_CALLED = N_("time_on_device never called fn(): call it `warmup` times unti
 NO_WARMUP = N_("no warm-up: make `warmup` untimed calls of fn() before the timed ones, so one-off start-up costs "
                "are not measured.")
 CROSSOVER = "helpers.benchmark:crossover"  # the course's crossover: judged by the crossover check only
-
-# Every public clock a learner's timer may read: name -> (owner, attribute, scale from seconds).
-CLOCKS: dict[str, tuple[Any, str, float]] = {
-    "perf_counter": (time, "perf_counter", 1.0),
-    "perf_counter_ns": (time, "perf_counter_ns", 1e9),
-    "monotonic": (time, "monotonic", 1.0),
-    "monotonic_ns": (time, "monotonic_ns", 1e9),
-    "time": (time, "time", 1.0),
-    "time_ns": (time, "time_ns", 1e9),
-    "default_timer": (timeit, "default_timer", 1.0),
-}
-
-
-def sync_routes() -> list[tuple[Any, str]]:
-    """Every public way to synchronise: torch's three and the course's two (the same function)."""
-    return [(torch.cuda, "synchronize"), (torch.mps, "synchronize"), (torch.accelerator, "synchronize"),
-            (course_device, "synchronize"), (benchmark, "synchronize")]
-
 
 def as_seconds(value: Any) -> float | None:
     """``value`` as a float when it is one finite number (int, float, NumPy scalar, one-element tensor), else None.
@@ -106,13 +86,8 @@ def _namespaces(fn: Any) -> list[dict]:
     return [fn.__globals__] if hasattr(fn, "__globals__") else []
 
 
-# --------------------------------------------------------------------------- the simulated device
+# --------------------------------------------------------------------------- the simulated device's mistakes
 
-
-NOT_TIMED = "Both events must be created with argument 'enable_timing=True'."  # torch's ValueError, word for word
-NOT_RECORDED = "Both events must be recorded before calculating elapsed time."
-NOT_COMPLETED = "Both events must be completed before calculating elapsed time."
-NO_EVENTS = "Tried to instantiate dummy base class Event"  # torch.cuda.Event() on a CPU-only build of torch
 
 # Each misuse in words (N_: translated where shown, by event_mistake), around torch's own error, which stays
 # English in both editions as torch raises it: {error} is filled from EVENT_ERRORS.
@@ -126,259 +101,6 @@ EVENT_MISTAKES = {
                   "Call end.synchronize() after end.record() and before start.elapsed_time(end)."),
 }
 EVENT_ERRORS = {"untimed": NOT_TIMED, "unrecorded": NOT_RECORDED, "pending": NOT_COMPLETED}
-
-
-class SimulatedEvent:
-    """``torch.cuda.Event`` on a :class:`SimulatedDevice`: a mark in the device's queue, on its virtual clock.
-
-    ``record()`` puts the mark behind the work queued so far: it is reached
-    when that work is done (``free_at``), or at once on an idle device.
-    ``synchronize()`` makes the host wait (in virtual time) until the mark is
-    reached; ``query()`` says whether it is, each poll costing the host one
-    launch's time; ``elapsed_time(end)`` is the milliseconds between two
-    reached marks. As in torch, ``elapsed_time`` raises ValueError without
-    ``enable_timing=True`` or a record, and RuntimeError while a mark is not
-    reached yet; each misuse is logged as ``("elapsed", mistake)`` (a key of
-    :data:`EVENT_MISTAKES`, or ``"ok"``), so the checks can name it.
-    """
-
-    def __init__(self, sim: "SimulatedDevice", enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False, external: bool = False) -> None:
-        self.sim = sim
-        self.enable_timing = bool(enable_timing)
-        self.at: float | None = None  # virtual time at which the device reaches this mark
-
-    def record(self, stream: Any = None) -> None:
-        self.sim.log.append(("record", self.sim.busy))
-        self.at = max(self.sim.free_at, self.sim.now)
-
-    def query(self) -> bool:
-        if self.at is None:
-            return True  # as CUDA: an event never recorded has nothing to wait for
-        done = self.sim.now >= self.at - 1e-15
-        if not done:
-            self.sim.now = min(self.at, self.sim.now + self.sim.launch_s)  # a poll takes a little host time
-        return done
-
-    def synchronize(self) -> None:
-        if self.at is not None:
-            self.sim.log.append(("sync", self.sim.now < self.at - 1e-15))
-            self.sim.now = max(self.sim.now, self.at)
-
-    def wait(self, stream: Any = None) -> None:
-        """Make a stream wait for this event: one stream here, so nothing to do."""
-
-    def elapsed_time(self, end: "SimulatedEvent") -> float:
-        mistake = ("untimed" if not (self.enable_timing and getattr(end, "enable_timing", False)) else
-                   "unrecorded" if self.at is None or getattr(end, "at", None) is None else
-                   "pending" if max(self.at, end.at) > self.sim.now + 1e-15 else "ok")
-        self.sim.log.append(("elapsed", mistake))
-        if mistake == "untimed":
-            raise ValueError(NOT_TIMED)
-        if mistake == "unrecorded":
-            raise ValueError(NOT_RECORDED)
-        if mistake == "pending":
-            raise RuntimeError(NOT_COMPLETED)
-        return (end.at - self.at) * 1e3
-
-    def __repr__(self) -> str:
-        return f"SimulatedEvent(enable_timing={self.enable_timing}, at={self.at})"
-
-
-class SimulatedStream:
-    """``torch.cuda.current_stream()`` on a :class:`SimulatedDevice`: its one queue of work.
-
-    ``synchronize()`` waits for everything queued (as the device's own
-    synchronize does); ``record_event`` records an event on it; ``query()``
-    polls like :meth:`SimulatedEvent.query`. One stream, so waits between
-    streams have nothing to do.
-    """
-
-    def __init__(self, sim: "SimulatedDevice") -> None:
-        self.sim = sim
-
-    def synchronize(self) -> None:
-        self.sim.synchronize()
-
-    def query(self) -> bool:
-        done = not self.sim.busy
-        if not done:
-            self.sim.now = min(self.sim.free_at, self.sim.now + self.sim.launch_s)
-        return done
-
-    def record_event(self, event: SimulatedEvent | None = None) -> SimulatedEvent:
-        event = event if event is not None else self.sim.event()
-        event.record(self)
-        return event
-
-    def wait_event(self, event: Any) -> None:
-        """Make this stream wait for an event: one stream here, so nothing to do."""
-
-    def wait_stream(self, stream: Any) -> None:
-        """Make this stream wait for another: one stream here, so nothing to do."""
-
-
-
-class SimulatedDevice:
-    """A stand-in device with a virtual clock, to check a timer's logic on a CPU-only grader.
-
-    ``kind="cuda"`` behaves like a GPU: calling a kernel made by :meth:`kernel`
-    costs the host only ``launch_s`` of (virtual) time, and the kernel runs on
-    the device's queue; the host waits for it only when it synchronises.
-    ``kind="cpu"`` is synchronous: a call returns when its work is done.
-
-    While :meth:`active`, in the thread that entered it, the machine is a
-    :class:`~helpers.checks.machine.FakeMachine` with one GPU (``kind="cuda"``)
-    or none (``kind="cpu"``), the clocks in :data:`CLOCKS` read the virtual
-    clock (so results do not depend on how fast the grader is), and every route
-    in :func:`sync_routes` waits for the virtual queue (any arguments accepted),
-    ``torch.cuda.Event`` (``torch.Event`` for this device) makes a
-    :class:`SimulatedEvent` on the same queue and clock, and
-    ``torch.cuda.current_stream()`` is that queue (:class:`SimulatedStream`).
-    ``log`` records, in order, ``("call", i)``, ``("sync", busy)``,
-    ``("clock", busy)``, ``("record", busy)`` and ``("elapsed", mistake)``, where
-    ``busy`` says whether queued work was unfinished then (for an event's
-    ``synchronize``, whether its mark was not reached yet).
-    """
-
-    def __init__(self, kind: str = "cuda", *, launch_s: float = 5e-6, start: float = 1000.0) -> None:
-        self.device = torch.device(kind)
-        self.asynchronous = self.device.type != "cpu"
-        self.launch_s = launch_s
-        self.now = start  # host time, virtual seconds
-        self.free_at = start  # when the device finishes its queued work
-        self.calls = 0
-        self.log = Record()  # the grader keeps a copy: a log the learner's code rewrote is found (trusted_log)
-        self.readings = Record()  # the virtual time each clock read returned: what a measured result comes from
-        self._owner: int | None = None
-        self._event_class: type[SimulatedEvent] | None = None
-        self._stream = SimulatedStream(self)
-
-    @property
-    def busy(self) -> bool:
-        return self.free_at > self.now + 1e-15
-
-    def kernel(self, durations: float | Sequence[float] | Callable[[int], float]) -> Callable[[], None]:
-        """A zero-argument function whose i-th call does ``durations[i]`` seconds of work on this device.
-
-        ``durations`` may be one number (every call), a sequence (the last value
-        repeats) or a function of the call index (0-based).
-        """
-
-        def duration(i: int) -> float:
-            if callable(durations):
-                return float(durations(i))
-            if isinstance(durations, (int, float)):
-                return float(durations)
-            return float(durations[min(i, len(durations) - 1)])
-
-        def fn() -> None:
-            i = self.calls
-            self.calls += 1
-            self.log.append(("call", i))
-            if self.asynchronous:
-                self.now += self.launch_s
-                self.free_at = max(self.free_at, self.now) + duration(i)
-            else:
-                self.now += duration(i)
-                self.free_at = self.now
-
-        fn.__name__ = f"{self.device.type}_kernel"
-        return fn
-
-    def synchronize(self, *args: Any, **kwargs: Any) -> None:
-        """Wait (in virtual time) until all queued work is finished."""
-        self.log.append(("sync", self.busy))
-        self.now = max(self.now, self.free_at)
-
-    def read_clock(self) -> float:
-        """The virtual host time in seconds (recorded as a ``("clock", busy)`` event)."""
-        self.log.append(("clock", self.busy))
-        self.readings.append(self.now)
-        return self.now
-
-    def events(self, kind: str) -> list[tuple]:
-        return [e for e in self.log if e[0] == kind]
-
-    def calls_before_first_clock(self) -> int:
-        n = 0
-        for e in self.log:
-            if e[0] == "clock":
-                return n
-            n += e[0] == "call"
-        return n
-
-    def _clock(self, name: str, original: Callable[[], Any], scale: float) -> Callable[[], Any]:
-        offset = 1.7e9 if name.startswith("time") else 0.0  # time.time() counts from 1970
-
-        def read() -> Any:
-            if threading.get_ident() != self._owner:
-                return original()  # other threads (tqdm, the kernel's heartbeat) keep the real clock
-            value = (offset + self.read_clock()) * scale
-            return int(round(value)) if name.endswith("_ns") else value
-
-        return read
-
-    def event(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
-              external: bool = False) -> SimulatedEvent:
-        """An event on this device's queue and clock, as ``torch.cuda.Event(...)`` makes one while active."""
-        return self.event_class(enable_timing, blocking, interprocess, external)
-
-    @property
-    def event_class(self) -> type[SimulatedEvent]:
-        """What ``torch.cuda.Event`` is while active: a class (so ``torch.cuda.Event.elapsed_time(a, b)`` works).
-
-        On ``kind="cpu"`` too, where a mark is reached at once: an event timer
-        that forgets its guard is graded once, by :func:`check_runs` (the real
-        CPU, where ``torch.cuda.Event()`` raises), as an unguarded
-        ``torch.cuda.synchronize()`` is.
-        """
-        if self._event_class is None:
-            sim = self
-
-            class Event(SimulatedEvent):
-                def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
-                             external: bool = False) -> None:
-                    super().__init__(sim, enable_timing, blocking, interprocess, external)
-
-            self._event_class = Event
-        return self._event_class
-
-    def stream(self, *args: Any, **kwargs: Any) -> SimulatedStream:
-        """``torch.cuda.current_stream(device)`` and ``default_stream(device)`` while active: the one queue."""
-        return self._stream
-
-    def _generic_event(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """``torch.Event(device=None, *, enable_timing=...)``: this device's event for "cuda" or the default."""
-
-        def make(device: Any = None, *, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False) -> Any:
-            if device is None or _type(device) == self.device.type:
-                return self.event(enable_timing, blocking, interprocess)
-            return original(device, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
-
-        return make
-
-    def changes(self) -> list[Change]:
-        """The clock, synchronisation and event patches that ride on the fake machine."""
-        clocks = [(owner, attr, self._clock(name, getattr(owner, attr), scale))
-                  for name, (owner, attr, scale) in CLOCKS.items()]
-        events = [(torch.cuda, "Event", self.event_class), (torch.cuda, "current_stream", self.stream),
-                  (torch.cuda, "default_stream", self.stream)]
-        if hasattr(torch, "Event"):
-            events.append((torch, "Event", self._generic_event(torch.Event)))
-        return clocks + events + [(owner, attr, self.synchronize) for owner, attr in sync_routes()]
-
-    @contextlib.contextmanager
-    def active(self, namespaces: Iterable[dict] = ()) -> Iterator["SimulatedDevice"]:
-        """Route clocks and synchronisation to this device, on a machine with one GPU (or none for the CPU)."""
-        machine = FakeMachine(cuda=1 if self.asynchronous else 0)
-        self._owner = threading.get_ident()
-        try:
-            with machine.active(extra=self.changes(), namespaces=namespaces):
-                yield self
-        finally:
-            self._owner = None
 
 
 def trusted_log(fake: Any, log: Record) -> None:
@@ -644,8 +366,7 @@ def check_sync(time_on_device: Callable[..., Any], kernel_s: float, warmup: int,
                device: Any = None) -> None:
     """On a simulated GPU whose calls queue ``kernel_s`` of work, every clock read comes after a synchronisation."""
     sim, result = simulate_timer(time_on_device, "cuda", kernel_s, device, warmup=warmup, repeats=repeats)
-    verdict = sync_verdict(sim, result, kernel_s, time_on_device)
-    check(verdict is None, verdict or "")
+    fail_unless(sync_verdict(sim, result, kernel_s, time_on_device))
 
 
 def check_warmup(time_on_device: Callable[..., Any], warmup: int, repeats: int, device: Any = None) -> None:
@@ -707,8 +428,7 @@ def check_untimed_warmup(time_on_device: Callable[..., Any], durations: Sequence
     """With slow first calls (``durations[:warmup]``), the result is a median of the calls after them."""
     sim, result = simulate_timer(time_on_device, "cpu", list(durations), device, warmup=warmup,
                                  repeats=len(durations) - warmup)
-    verdict = untimed_warmup_verdict(sim, result, warmup, durations)
-    check(verdict is None, verdict or "")
+    fail_unless(untimed_warmup_verdict(sim, result, warmup, durations))
 
 
 def _median_mistake(seconds: float, timed: Sequence[float]) -> str:
@@ -762,18 +482,10 @@ def check_median(time_on_device: Callable[..., Any], durations: Sequence[float],
                  device: Any = None) -> None:
     """The result is the median seconds of ONE timed call (not a mean, a total, a minimum, or in other units)."""
     sim, result = simulate_timer(time_on_device, "cpu", list(durations), device, warmup=warmup, repeats=repeats)
-    verdict = median_verdict(sim, result, durations, repeats)
-    check(verdict is None, verdict or "")
+    fail_unless(median_verdict(sim, result, durations, repeats))
 
 
-# --------------------------------------------------------------------------- the injected comparison
-
-
-def _type(device: Any) -> str:
-    try:
-        return torch.device(device).type
-    except (TypeError, RuntimeError):
-        return repr(device)
+# --------------------------------------------------------------------------- verdicts: the injected comparison
 
 
 def _floats(values: Any) -> list[float] | None:
@@ -797,193 +509,127 @@ def _missing(result: Any, keys: Sequence[str]) -> str | None:
     return None
 
 
-class FakeComparison:
-    """Injected timings for grading ``compare_devices`` on any machine, fast and without a GPU.
+def speedup_verdict(fake: FakeComparison, result: Any, sizes: Sequence[int]) -> str | None:
+    """None if both devices were timed with the given timer and the speed-ups are CPU time / accelerator time,
+    else the mistake in words."""
+    if (msg := _missing(result, KEYS)) is not None:
+        return msg
+    timed = {(n, k) for _, n, k, _ in (e for e in fake.log if e[0] == "time")}
+    untimed = [(n, k) for k in fake.seconds for n in sizes if (n, k) not in timed]
+    if untimed and fake.wrong_device():
+        return _wrong_device_message(fake)
+    if untimed:
+        return _("the work for {untimed} (size, device) was not timed with the `timer` compare_devices was "
+                 "given: call timer(fn, device), not time_on_device directly. The checks pass their own timer so "
+                 "that they do not depend on how fast this machine is.").format(untimed=untimed)
+    if _floats(result["sizes"]) != [float(n) for n in sizes]:
+        return _('"sizes": got {got!r}; expected the sizes given, {sizes}.').format(got=result["sizes"],
+                                                                                   sizes=list(sizes))
+    if result["accelerator"] is None:
+        return _('"accelerator" is None although an accelerator was given; return the accelerator.')
+    for key, want in (("cpu_s", fake.seconds["cpu"]), ("accelerator_s", fake.seconds["cuda"])):
+        got = _floats(result[key])
+        if got is None or len(got) != len(want) or any(abs(g - w) > 1e-9 * w for g, w in zip(got, want)):
+            return _('"{key}": got {got!r}; expected the timer\'s seconds per call for each size, {want}. Time '
+                     "make_work(size, device) on each device with `timer`, in the order of the sizes.").format(
+                         key=key, got=result[key], want=want)
+    return _ratio_verdict(fake, result["speedup"])
 
-    ``seconds = {"cpu": [...], "cuda": [...]}`` gives the seconds per call
-    that :meth:`timer` reports for the work :meth:`make_work` made, one per
-    size, in the order of the sizes. The work functions carry their
-    ``(size, device type)``; the timer calls a function it does not recognise
-    (one that makes its inputs while it is timed) to find out what it made.
-    ``log`` records ``("make", size, type, inside_timed_region)`` and
-    ``("time", size, work type, timer type)``. The ``*_verdict`` methods return
-    None when all is right, else the message a learner reads.
+
+def _ratio_verdict(fake: FakeComparison, speedup: Any) -> str | None:
+    want, got = fake.speedups(), _floats(speedup)
+    if got is not None and len(got) == len(want):
+        if all(abs(g - s) <= 1e-6 * s for g, s in zip(got, want)):
+            return None
+        if all(abs(g * s - 1) <= 1e-6 for g, s in zip(got, want)):
+            return _('"speedup": got {got}, the inverted ratio accelerator / CPU; expected CPU time divided by '
+                     "accelerator time, {want} (above 1 means the accelerator is faster).").format(got=got,
+                                                                                                  want=want)
+    return _('"speedup": got {got!r}; expected cpu_s / accelerator_s per size, {want}.').format(got=speedup,
+                                                                                               want=want)
+
+
+def crossover_verdict(fake: FakeComparison, result: Any, sizes: Sequence[int]) -> str | None:
+    """Judged against the true speed-ups, the injected CPU seconds over the accelerator's.
+
+    A crossover computed right from the learner's own speed-ups passes too,
+    when those come from a measurement (every size made or timed on both
+    devices): a wrong ratio (inverted, say) is charged to the speed-up check
+    once, whether the crossover was computed from it or from the times.
     """
-
-    def __init__(self, seconds: dict[str, Sequence[float]], *, run_timed: bool = False) -> None:
-        self.seconds = {k: list(v) for k, v in seconds.items()}
-        self.run_timed = run_timed
-        self.log = Record()  # the grader keeps a copy: a log the learner's code rewrote is found (trusted_log)
-        self._sizes: list[int] = []
-        self._timing = False
-        self._made_inside: list[tuple[int, str]] = []
-
-    def make_work(self, size: int, device: Any) -> Callable[[], None]:
-        kind = _type(device)
-        self.log.append(("make", size, kind, self._timing))
-        if self._timing:
-            self._made_inside.append((size, kind))
-        if size not in self._sizes:
-            self._sizes.append(size)
-
-        def work() -> None:
-            pass
-
-        work.tag = (size, kind)  # type: ignore[attr-defined]
-        return work
-
-    def timer(self, fn: Callable[[], Any], device: Any = None, *args: Any, **kwargs: Any) -> float:
-        tag = getattr(fn, "tag", None)
-        if tag is None or self.run_timed:
-            self._timing, self._made_inside = True, []
-            try:
-                fn()
-            finally:
-                self._timing = False
-            if tag is None and self._made_inside:
-                tag = self._made_inside[-1]
-        if tag is None:
-            raise TypeError(_("the timer was given a function that is not the work make_work(size, device) "
-                              "returned"))
-        size, kind = tag
-        self.log.append(("time", size, kind, _type(device)))
-        return self.seconds[kind][sorted(self._sizes).index(size)]
-
-    @contextlib.contextmanager
-    def active(self, namespaces: Iterable[dict] = ()) -> Iterator["FakeComparison"]:
-        """Make every public way to synchronise a no-op while it is active (names in ``namespaces`` too).
-
-        The injected work runs on no device; a comparison that (wrongly) times
-        it with its own timer then gets a verdict, not a crash from
-        ``torch.cuda.synchronize()`` on a machine without CUDA.
-        """
-        noop = lambda *args, **kwargs: None  # noqa: E731
-        with patched([(owner, attr, noop) for owner, attr in sync_routes()], namespaces):
-            yield self
-
-    def _speedups(self) -> list[float]:
-        return [c / a for c, a in zip(self.seconds["cpu"], self.seconds["cuda"])]
-
-    def speedup_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
-        if (msg := _missing(result, KEYS)) is not None:
-            return msg
-        timed = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "time")}
-        untimed = [(n, k) for k in self.seconds for n in sizes if (n, k) not in timed]
-        if untimed and self.wrong_device():
-            return self._wrong_device_message()
-        if untimed:
-            return _("the work for {untimed} (size, device) was not timed with the `timer` compare_devices was "
-                     "given: call timer(fn, device), not time_on_device directly. The checks pass their own timer so "
-                     "that they do not depend on how fast this machine is.").format(untimed=untimed)
-        if _floats(result["sizes"]) != [float(n) for n in sizes]:
-            return _('"sizes": got {got!r}; expected the sizes given, {sizes}.').format(got=result["sizes"],
-                                                                                       sizes=list(sizes))
-        if result["accelerator"] is None:
-            return _('"accelerator" is None although an accelerator was given; return the accelerator.')
-        for key, want in (("cpu_s", self.seconds["cpu"]), ("accelerator_s", self.seconds["cuda"])):
-            got = _floats(result[key])
-            if got is None or len(got) != len(want) or any(abs(g - w) > 1e-9 * w for g, w in zip(got, want)):
-                return _('"{key}": got {got!r}; expected the timer\'s seconds per call for each size, {want}. Time '
-                         "make_work(size, device) on each device with `timer`, in the order of the sizes.").format(
-                             key=key, got=result[key], want=want)
-        return self._ratio_verdict(result["speedup"])
-
-    def _ratio_verdict(self, speedup: Any) -> str | None:
-        want, got = self._speedups(), _floats(speedup)
-        if got is not None and len(got) == len(want):
-            if all(abs(g - s) <= 1e-6 * s for g, s in zip(got, want)):
-                return None
-            if all(abs(g * s - 1) <= 1e-6 for g, s in zip(got, want)):
-                return _('"speedup": got {got}, the inverted ratio accelerator / CPU; expected CPU time divided by '
-                         "accelerator time, {want} (above 1 means the accelerator is faster).").format(got=got,
-                                                                                                      want=want)
-        return _('"speedup": got {got!r}; expected cpu_s / accelerator_s per size, {want}.').format(got=speedup,
-                                                                                                   want=want)
-
-    def crossover_verdict(self, result: Any, sizes: Sequence[int]) -> str | None:
-        """Judged against the true speed-ups, the injected CPU seconds over the accelerator's.
-
-        A crossover computed right from the learner's own speed-ups passes too,
-        when those come from a measurement (every size made or timed on both
-        devices): a wrong ratio (inverted, say) is charged to the speed-up check
-        once, whether the crossover was computed from it or from the times.
-        """
-        if (msg := _missing(result, ["crossover", "speedup"])) is not None:
-            return msg
-        want, got = benchmark.crossover(sizes, self._speedups()), result["crossover"]
-        if _same_size(got, want):
-            return None
-        own = _floats(result["speedup"]) if result["speedup"] is not None else None
-        if (self._measured(sizes) and own is not None and len(own) == len(sizes) and all(map(math.isfinite, own))
-                and _same_size(got, benchmark.crossover(sizes, own))):
-            return None
-        return _crossover_mistake(got, want, list(sizes), self._speedups())
-
-    def _measured(self, sizes: Sequence[int]) -> bool:
-        """Whether every size was made, or timed, on every device: speed-ups that come from a measurement."""
-        covered = {(e[1], e[2]) for e in self.log if e[0] == "make"}
-        covered |= {(e[1], e[3]) for e in self.log if e[0] == "time"}
-        return all((n, kind) in covered for n in sizes for kind in self.seconds)
-
-    def wrong_device(self) -> list[tuple[int, str, str]]:
-        """``(size, made on, timed with)`` for each timing of work with a device other than the one it was made on."""
-        return [(n, kind, with_) for _, n, kind, with_ in (e for e in self.log if e[0] == "time") if kind != with_]
-
-    def _wrong_device_message(self) -> str:
-        n, kind, with_ = self.wrong_device()[0]
-        sizes = sorted({e[0] for e in self.wrong_device()})
-        if with_ not in self.seconds:
-            return _("the work made on {kind} (size {n}) was timed with device={with_}: pass the timer the device "
-                     "the inputs were made on, timer(fn, device), so it synchronises that device.").format(
-                         kind=kind, n=n, with_=with_)
-        return _("inputs made on the wrong device: the {with_} timings (sizes {sizes}) timed work that "
-                 "make_work(size, {kind!r}) made, so they measure the {kind}, not the {with_}. Make each device's "
-                 "inputs on that device, fn = make_work(size, device), and time that fn with timer(fn, device)."
-                 ).format(with_=with_, sizes=sizes, kind=kind)
-
-    def setup_verdict(self, sizes: Sequence[int], devices: Sequence[str]) -> str | None:
-        inside = [(n, k) for _, n, k, timed in (e for e in self.log if e[0] == "make") if timed]
-        if inside:
-            return _("inputs were created inside the timed region: make_work(size, device) ran while the timer was "
-                     "timing (for {inside}). Call make_work before timing and pass the timer only the function it "
-                     "returns, so creating the inputs is not measured.").format(inside=inside)
-        if self.wrong_device():
-            return self._wrong_device_message()
-        made = {(n, k) for _, n, k, _ in (e for e in self.log if e[0] == "make")}
-        want = {(n, k) for n in sizes for k in devices}
-        if not want <= made:
-            return _("make_work was not called for every size on every device outside the timed region: missing "
-                     "{missing}. Make the inputs on each device with make_work(size, device).").format(
-                         missing=sorted(want - made))
+    if (msg := _missing(result, ["crossover", "speedup"])) is not None:
+        return msg
+    want, got = benchmark.crossover(sizes, fake.speedups()), result["crossover"]
+    if _same_size(got, want):
         return None
-
-    def no_accelerator_verdict(self, call: Callable[[], Any], sizes: Sequence[int]) -> str | None:
-        try:
-            result = call()
-        except AssertionError:
-            raise
-        except Exception as err:  # noqa: BLE001 - the learner's error is the outcome to report
-            return _("with accelerator=None (no accelerator), compare_devices raised {kind}: {error}. Time the CPU, "
-                     'then return None for "accelerator", "accelerator_s", "speedup" and "crossover".').format(
-                         kind=type(err).__name__, error=_first_line(err))
-        if (msg := _missing(result, KEYS)) is not None:
-            return _("with no accelerator: {problem}").format(problem=msg)
-        not_none = [k for k in ("accelerator", "accelerator_s", "speedup", "crossover") if result[k] is not None]
-        if not_none:
-            return _("with no accelerator (accelerator=None), {keys} should be None: there is nothing to "
-                     "compare the CPU with; got {got}.").format(keys=not_none, got=[result[k] for k in not_none])
-        other = sorted({e[2] for e in self.log if e[2] != "cpu"})
-        if other:
-            return _("with no accelerator, compare_devices still made or timed work on {other}; use only the CPU."
-                     ).format(other=other)
-        got = _floats(result["cpu_s"]) if result["cpu_s"] is not None else None
-        if not any(e[0] == "time" for e in self.log):  # the given timer was ignored: the speed-up check says so
-            if got is not None and len(got) == len(sizes) and all(v > 0 for v in got):
-                return None
-        if got != [float(v) for v in self.seconds["cpu"]]:
-            return _('with no accelerator, "cpu_s" should still hold the CPU\'s seconds per call, {want}; got '
-                     "{got!r}.").format(want=self.seconds["cpu"], got=result["cpu_s"])
+    own = _floats(result["speedup"]) if result["speedup"] is not None else None
+    if (fake.measured(sizes) and own is not None and len(own) == len(sizes) and all(map(math.isfinite, own))
+            and _same_size(got, benchmark.crossover(sizes, own))):
         return None
+    return _crossover_mistake(got, want, list(sizes), fake.speedups())
+
+
+def _wrong_device_message(fake: FakeComparison) -> str:
+    n, kind, with_ = fake.wrong_device()[0]
+    sizes = sorted({e[0] for e in fake.wrong_device()})
+    if with_ not in fake.seconds:
+        return _("the work made on {kind} (size {n}) was timed with device={with_}: pass the timer the device "
+                 "the inputs were made on, timer(fn, device), so it synchronises that device.").format(
+                     kind=kind, n=n, with_=with_)
+    return _("inputs made on the wrong device: the {with_} timings (sizes {sizes}) timed work that "
+             "make_work(size, {kind!r}) made, so they measure the {kind}, not the {with_}. Make each device's "
+             "inputs on that device, fn = make_work(size, device), and time that fn with timer(fn, device)."
+             ).format(with_=with_, sizes=sizes, kind=kind)
+
+
+def setup_verdict(fake: FakeComparison, sizes: Sequence[int], devices: Sequence[str]) -> str | None:
+    """None if every size's inputs were made on each device outside the timed region and timed with that device,
+    else the mistake in words."""
+    inside = [(n, k) for _, n, k, timed in (e for e in fake.log if e[0] == "make") if timed]
+    if inside:
+        return _("inputs were created inside the timed region: make_work(size, device) ran while the timer was "
+                 "timing (for {inside}). Call make_work before timing and pass the timer only the function it "
+                 "returns, so creating the inputs is not measured.").format(inside=inside)
+    if fake.wrong_device():
+        return _wrong_device_message(fake)
+    made = {(n, k) for _, n, k, _ in (e for e in fake.log if e[0] == "make")}
+    want = {(n, k) for n in sizes for k in devices}
+    if not want <= made:
+        return _("make_work was not called for every size on every device outside the timed region: missing "
+                 "{missing}. Make the inputs on each device with make_work(size, device).").format(
+                     missing=sorted(want - made))
+    return None
+
+
+def no_accelerator_verdict(fake: FakeComparison, call: Callable[[], Any], sizes: Sequence[int]) -> str | None:
+    """None if ``call()`` (the comparison with ``accelerator=None``) timed the CPU and left every accelerator key
+    None, else the mistake in words."""
+    try:
+        result = call()
+    except AssertionError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the learner's error is the outcome to report
+        return _("with accelerator=None (no accelerator), compare_devices raised {kind}: {error}. Time the CPU, "
+                 'then return None for "accelerator", "accelerator_s", "speedup" and "crossover".').format(
+                     kind=type(err).__name__, error=_first_line(err))
+    if (msg := _missing(result, KEYS)) is not None:
+        return _("with no accelerator: {problem}").format(problem=msg)
+    not_none = [k for k in ("accelerator", "accelerator_s", "speedup", "crossover") if result[k] is not None]
+    if not_none:
+        return _("with no accelerator (accelerator=None), {keys} should be None: there is nothing to "
+                 "compare the CPU with; got {got}.").format(keys=not_none, got=[result[k] for k in not_none])
+    other = sorted({e[2] for e in fake.log if e[2] != "cpu"})
+    if other:
+        return _("with no accelerator, compare_devices still made or timed work on {other}; use only the CPU."
+                 ).format(other=other)
+    got = _floats(result["cpu_s"]) if result["cpu_s"] is not None else None
+    if not any(e[0] == "time" for e in fake.log):  # the given timer was ignored: the speed-up check says so
+        if got is not None and len(got) == len(sizes) and all(v > 0 for v in got):
+            return None
+    if got != [float(v) for v in fake.seconds["cpu"]]:
+        return _('with no accelerator, "cpu_s" should still hold the CPU\'s seconds per call, {want}; got '
+                 "{got!r}.").format(want=fake.seconds["cpu"], got=result["cpu_s"])
+    return None
 
 
 def _same_size(got: Any, want: int | None) -> bool:
@@ -1042,8 +688,7 @@ def check_speedup(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu
     """Both devices are timed with the given timer, and the speed-ups are CPU time / accelerator time."""
     fake = FakeComparison({"cpu": cpu_s, "cuda": accelerator_s})
     result = _compare(compare_devices, fake, sizes, accelerator)
-    verdict = fake.speedup_verdict(result, sizes)
-    check(verdict is None, verdict or "")
+    fail_unless(speedup_verdict(fake, result, sizes))
 
 
 def check_crossover(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu_s: Sequence[float],
@@ -1051,8 +696,7 @@ def check_crossover(compare_devices: Callable[..., Any], sizes: Sequence[int], c
     """The crossover is the smallest size from which the accelerator wins at every larger size."""
     fake = FakeComparison({"cpu": cpu_s, "cuda": accelerator_s})
     result = _compare(compare_devices, fake, sizes, accelerator, crossover_is_judged=True)
-    verdict = fake.crossover_verdict(result, sizes)
-    check(verdict is None, verdict or "")
+    fail_unless(crossover_verdict(fake, result, sizes))
 
 
 def check_untimed_setup(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu_s: Sequence[float],
@@ -1060,12 +704,10 @@ def check_untimed_setup(compare_devices: Callable[..., Any], sizes: Sequence[int
     """The inputs are made on each device before timing, and timed with the device they were made on."""
     fake = FakeComparison({"cpu": cpu_s, "cuda": accelerator_s}, run_timed=True)
     _compare(compare_devices, fake, sizes, accelerator)
-    verdict = fake.setup_verdict(sizes, ["cpu", "cuda"])
-    check(verdict is None, verdict or "")
+    fail_unless(setup_verdict(fake, sizes, ["cpu", "cuda"]))
 
 
 def check_no_accelerator(compare_devices: Callable[..., Any], sizes: Sequence[int], cpu_s: Sequence[float]) -> None:
     """With ``accelerator=None`` the CPU is still timed and everything about the accelerator is None."""
     fake = FakeComparison({"cpu": cpu_s})
-    verdict = fake.no_accelerator_verdict(lambda: _compare(compare_devices, fake, sizes, None), sizes)
-    check(verdict is None, verdict or "")
+    fail_unless(no_accelerator_verdict(fake, lambda: _compare(compare_devices, fake, sizes, None), sizes))

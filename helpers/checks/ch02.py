@@ -1,7 +1,7 @@
 """Verdicts for chapter 02 (devices): ``choose_device``, ``move_batch``, ``forward_on``.
 
 Each function takes one case from a grade cell (the learner's function, a
-:class:`~helpers.checks.machine.FakeMachine`, a batch, a model, the answer it
+:class:`~helpers.checks.fakes.machine.FakeMachine`, a batch, a model, the answer it
 must give) and raises :class:`~helpers.checks.core.CheckFailed` with a
 message that names the mistake. Which machines, batches and answers are
 graded stays in the cells: this module is public to every learner.
@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from helpers.checks.core import CheckFailed, check, check_close, check_equal, check_type, solved
-from helpers.checks.machine import FakeMachine
+from helpers.checks.fakes.machine import FakeMachine
 from helpers.i18n import N_, _
 
 __all__ = [

@@ -4,7 +4,7 @@ measurement, a worker_init_fn that seeds NumPy per worker and per epoch.
 Generic on purpose: each function takes a case's inputs (the machine, the
 counts, the seeds) from the grade cell, so the hidden cases stay in the
 cells. What a worker process runs here is importable (the draw dataset)
-or a notebook function sent by value (:func:`helpers.ddp.portable`), so
+or a notebook function sent by value (:func:`helpers.processes.portable`), so
 the checks work under the spawn start method too. Worker counts and
 datasets are tiny: a class is graded in minutes.
 """
@@ -30,10 +30,9 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler, TensorDataset, 
 
 from helpers.checks.core import CheckFailed, check, solved, warnings_dropped
 from helpers.checks.delegation import forbid_course_versions
-from helpers.checks.machine import FakeMachine
-from helpers.ddp import PortableError, portable
+from helpers.checks.fakes.machine import FakeMachine
 from helpers.i18n import _
-from helpers.machine import busy_factor
+from helpers.processes import PortableError, busy_factor, portable
 
 _HELPERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _PYTHON = os.path.dirname(os.__file__) + os.sep

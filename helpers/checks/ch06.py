@@ -1,7 +1,7 @@
 """Verdicts for chapter 06 (multi-GPU): a DDP training function and gradients averaged by hand.
 
 Both exercises run on real processes: the checks start 2 (or 3) gloo ranks
-through :func:`helpers.ddp.launch`, each bounded in time. What runs in each
+through :func:`helpers.processes.launch`, each bounded in time. What runs in each
 rank is not the learner's function alone but :func:`graded_train` or
 :func:`graded_average` from this module, which call it (through
 :func:`helpers.checks.solved`, so the course's own version is a tripwire in the
@@ -33,13 +33,19 @@ from typing import Any
 
 import torch
 
-from helpers.checks.core import CheckFailed, check, solved
+from helpers.checks.core import CheckFailed, check, fail_unless, solved
 from helpers.checks.delegation import CourseVersionCalled
 from helpers.checks.patching import patched
-from helpers.ddp import PortableError, RankFailed, RunTimedOut, launch, portable
 from helpers.i18n import _
-from helpers.machine import busy_factor
 from helpers.models import MLP, make_regression
+from helpers.processes import (
+    PortableError,
+    RankFailed,
+    RunTimedOut,
+    busy_factor,
+    launch,
+    portable,
+)
 from helpers.record import Record
 
 __all__ = [
@@ -365,7 +371,7 @@ def train_outcome(train_ddp: Any, n: int = 12, features: int = 5, epochs: int = 
 
 def _learner_error(outcome: TrainOutcome, phases: tuple[str, ...]) -> None:
     """Fail with the first error the learner's function raised in one of ``phases``, naming the rank."""
-    check(outcome.failure is None, outcome.failure or "")
+    fail_unless(outcome.failure)
     for rank, rec in enumerate(outcome.records or []):
         err = rec["error"]
         if err and err["phase"] in phases:
@@ -560,7 +566,7 @@ def check_average_gradients(average_gradients: Any, world_size: int = 2, n: int 
     sent = _portable(average_gradients, "average_gradients")
     x, y = make_regression(n, features, 1, seed=seed + 200)
     records, failure = _launch(graded_average, world_size, (sent, x, y, seed, frozen, unused))
-    check(failure is None, failure or "")
+    fail_unless(failure)
     for rank, rec in enumerate(records):
         _check_none_reduced(rank, rec)
     for rank, rec in enumerate(records):

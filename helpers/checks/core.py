@@ -43,6 +43,7 @@ __all__ = [
     "check_equal",
     "check_raises",
     "check_type",
+    "fail_unless",
     "passed",
     "solved",
 ]
@@ -76,6 +77,13 @@ def check(condition: Any, message: str) -> None:
     """Fail with ``message`` (what happened and what to fix) unless ``condition`` holds."""
     if not condition:
         raise CheckFailed(message)
+
+
+def fail_unless(verdict: str | None) -> None:
+    """Fail with ``verdict`` unless it is None: what a ``*_verdict`` function returns, None when all is right,
+    else the mistake in words."""
+    if verdict is not None:
+        raise CheckFailed(verdict)
 
 
 def check_equal(actual: Any, expected: Any, what: str, hint: str = "") -> None:
