@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine (see README.md):
-#   make lab    set up what is missing, then open the course in JupyterLab
-#   make test   set up what is missing, then run every test
+#   make lab        set up what is missing, then open the course in JupyterLab
+#   make test-all   set up what is missing, then run every test (what CI runs)
+# `make test` is the maintainer's loop: the unit and course tiers and every chapter, under 10 minutes on 2 cores.
 # The virtual environment is built once and rebuilt when pyproject.toml changes.
 
 # The learner's targets (setup, lab, env, bench, clean-venv) live in learner.mk, which the student edition
@@ -14,13 +15,14 @@ STUDENT ?=
 OUT ?=
 PYTEST_ARGS ?=
 
-.PHONY: help lab-instructor test test-fast test-torch-floor release grade feedback export handout gpu-wheelhouse gpu-check
+.PHONY: help lab-instructor test test-all test-fast test-torch-floor release grade feedback export handout gpu-wheelhouse gpu-check
 
 help:
 	@echo "make lab       open the course in JupyterLab, learner view (sets up .venv first if needed)"
 	@echo "make lab-instructor  the same with the instructor view: Create Assignment and the formgrader"
-	@echo "make test      run every test (sets up .venv first if needed)"
-	@echo "make test-fast unit tests and exercise checks only (no notebooks, no nbgrader round trip)"
+	@echo "make test      the unit and course tiers and every chapter under nbval (under 10 min; sets up .venv if needed)"
+	@echo "make test-all  every test: the above, then end to end (real nbgrader, Jupyter, browser, users), then load (CI)"
+	@echo "make test-fast the unit tier only (tests/unit: about a minute)"
 	@echo "make test-torch-floor  chapters and unit tests under the oldest torch pyproject.toml promises (a 2nd venv)"
 	@echo "make env       what this machine offers the course"
 	@echo "make release   regenerate every generated tree: notebooks/, the Korean catalogs, ko/solutions/, ko/notebooks/ (refuses to overwrite your edits)"
@@ -37,30 +39,37 @@ INSTRUCTOR_VIEW := $(abspath .jupyter/instructor)
 lab-instructor: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(INSTRUCTOR_VIEW)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(JUPYTER_LAB)
 
-# JupyterHub's proxy for the classroom (tests/test_hub.py; `classroom hub`): npm's configurable-http-proxy, pinned
+# JupyterHub's proxy for the classroom (tests/e2e/test_hub.py; `classroom hub`): npm's configurable-http-proxy, pinned
 # in package.json and package-lock.json. Without npm the hub test skips and says so (CI has npm and fails instead).
 PROXY := node_modules/.bin/configurable-http-proxy
 $(PROXY): package.json package-lock.json
-	@if command -v npm >/dev/null; then npm ci --no-audit --no-fund; else echo "npm is missing: tests/test_hub.py will skip (no JupyterHub proxy)"; fi
+	@if command -v npm >/dev/null; then npm ci --no-audit --no-fund; else echo "npm is missing: tests/e2e/test_hub.py will skip (no JupyterHub proxy)"; fi
 
-# the load tests make every core busy on purpose, so they run alone, after the rest
-test: $(STAMP) $(PROXY)
-	$(PY) -m pytest -m "not load" $(PYTEST_ARGS)
-	$(PY) -m pytest -m load -n 0 $(PYTEST_ARGS)
+# Tests in tiers, one folder each (ARCHITECTURE.md, "Tests"): tests/unit (mirrors the packages), tests/course (rules
+# over the repository, every exercise graded in process), tests/e2e (real nbgrader, Jupyter, Chromium, Unix users,
+# a machine under load). Two xdist workers; tests/conftest.py keeps a chapter's tests of one module on one worker.
+XDIST := -n 2 --dist loadscope
 
-# the unit tests and in-process exercise checks only: no notebook runs, no real nbgrader or Jupyter (about a minute)
+test: $(STAMP)
+	$(PY) -m pytest $(XDIST) -m "not slow and not load" tests/unit tests/course solutions $(PYTEST_ARGS)
+
+# everything, as CI runs it; the load tests make every core busy on purpose, so they run alone, after the rest
+test-all: $(STAMP) $(PROXY)
+	$(PY) -m pytest $(XDIST) -m "not load" $(PYTEST_ARGS)
+	$(PY) -m pytest -n 0 -m load $(PYTEST_ARGS)
+
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not load" tests $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not slow and not load" tests/unit $(PYTEST_ARGS)
 
 # The oldest torch the course promises is pyproject.toml's "torch>=X" (the one place it is written); this
 # target checks that promise in a second venv that holds only torch X and reuses .venv for everything else
-# (.ci/floor-venv says how). CI runs it after `make test`. What runs there: every chapter under nbval and the
+# (.ci/floor-venv says how). CI runs it after `make test-all`. What runs there: every chapter under nbval and the
 # unit tests (about 3 min on 2 cores); the exercise checks with every wrong submission cost 6-8 min more:
 #   make test-torch-floor FLOOR_PYTEST='-m "not slow" solutions tests'
 TORCH_FLOOR := $(shell sed -n 's/^ *"torch>=\([0-9.]*\)",*$$/\1/p' pyproject.toml)
 FLOOR_VENV ?= .venv-torch-floor
 FLOOR_STAMP := $(FLOOR_VENV)/.installed
-FLOOR_PYTEST ?= -m "not slow" solutions tests --ignore=tests/test_exercises.py --ignore=tests/test_release.py
+FLOOR_PYTEST ?= $(XDIST) -m "not slow" solutions tests --ignore=tests/course/test_exercises.py --ignore=tests/course/test_release.py
 
 $(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(STAMP)
 	@test -n "$(TORCH_FLOOR)" || { echo 'pyproject.toml has no "torch>=X" line to read the floor from' >&2; exit 1; }

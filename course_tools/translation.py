@@ -10,7 +10,7 @@ read and written with Babel (``babel.messages``), the library Jinja, Flask and S
   translator sees what changed; a cell that is gone is dropped.
 * :func:`problems` lists what keeps a catalog from being used: untranslated entries, fuzzy ones, entries
   whose English is not the notebook's any more, and inline code (`` `...` ``) that the Korean lost. The
-  suite fails on any (``tests/test_translation.py``), so an English edit fails CI until its Korean entry is
+  suite fails on any (``tests/course/test_translation.py``), so an English edit fails CI until its Korean entry is
   updated: a reader never gets Korean that says something the English no longer says. It also holds the
   edition to one voice: a glossary term the Korean left out, a second Korean word for a glossary term
   (:func:`variant_problems`, the glossary's column of rejected variants) and the formal ``-십시오`` register

@@ -141,7 +141,7 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
 
 #: The sizes behind a chapter's stored figures, as its cells and its measure (``course_tools.gpu_check.measure``)
 #: run them. The descriptions above name them through these placeholders and ``measure_<NN>`` takes its sizes from
-#: here, so a description cannot drift from what was measured (tests/test_results.py keeps them equal).
+#: here, so a description cannot drift from what was measured (tests/unit/helpers/test_results.py keeps them equal).
 WORKLOADS: dict[str, dict[str, Any]] = {
     "08_speed": {
         "loop_batch": 256, "loop_width": 512,  # train_noisily's classifier (on a GPU the width is sized at run time)

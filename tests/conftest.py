@@ -17,11 +17,11 @@ GPU_SKIP_REASON = "needs a CUDA GPU; this machine has none (torch.cuda.is_availa
 #: The only reasons a test may be skipped for. Any other skip (a stray pytest.skip, an
 #: importorskip that hides a missing dependency) fails the run, as pytorch/tutorials does.
 BROWSER_SKIP_REASON = "needs Chromium at /usr/bin/chromium (Debian's `chromium` package; .ci/run installs it)"
-#: tests/test_cuda_branches.py fakes CUDA tensors, which only a CUDA build of torch can (CI's torch-floor venv is one)
+#: tests/unit/helpers/test_cuda_branches.py fakes CUDA tensors, which only a CUDA build of torch can (CI's torch-floor venv is one)
 CUDA_BUILD_SKIP_REASON = "needs a CUDA build of torch to fake CUDA tensors (this torch is a CPU-only build)"
-#: tests/classroom.py makes real Unix users (useradd) and gives files to other users (chown): root only
+#: tests/support/classroom.py makes real Unix users (useradd) and gives files to other users (chown): root only
 ROOT_SKIP_REASON = "needs root to make Unix users and give files away (useradd, chown); CI runs as root"
-#: tests/test_hub.py starts JupyterHub, whose proxy is npm's configurable-http-proxy (package.json; .ci/run: npm ci)
+#: tests/e2e/test_hub.py starts JupyterHub, whose proxy is npm's configurable-http-proxy (package.json; .ci/run: npm ci)
 PROXY_SKIP_REASON = "needs configurable-http-proxy (run `npm ci` in the repository; .ci/run does)"
 ALLOWED_SKIP_REASONS = (GPU_SKIP_REASON, BROWSER_SKIP_REASON, CUDA_BUILD_SKIP_REASON, ROOT_SKIP_REASON,
                         PROXY_SKIP_REASON)
@@ -90,7 +90,7 @@ def released_course(tmp_path_factory):
     """
     import shutil
 
-    from course import ROOT
+    from support.layout import ROOT
     from course_tools.grading.release.generate import generate_release
 
     course = tmp_path_factory.mktemp("course")

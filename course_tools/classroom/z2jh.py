@@ -2,7 +2,7 @@
 
 ``python -m course_tools classroom z2jh --settings classroom.json --out values.yaml`` writes the values for
 the ``jupyterhub`` Helm chart from the same settings as ``classroom hub``. Nothing here can run a cluster: what
-is checked (tests/test_classroom_config.py) is that the values, merged over the chart's defaults as Helm merges
+is checked (tests/unit/tools/test_classroom_config.py) is that the values, merged over the chart's defaults as Helm merges
 them, pass the chart's own ``values.schema.json`` (both vendored in ``z2jh/``, with their provenance) and that
 they keep the classroom's rules.
 

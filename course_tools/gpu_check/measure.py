@@ -218,7 +218,7 @@ def measure_08(device: torch.device, batches: int = 20, batch: int | None = None
     The sizes default to ``helpers.results.WORKLOADS["08_speed"]``, the same the stored figures' descriptions
     name (the rehearsal passes smaller ones). ``trace=False`` leaves out the profiler (CUPTI needs a real GPU),
     ``compiled=False`` torch.compile (Dynamo cannot trace fake tensors): the fake-CUDA check
-    (tests/test_cuda_branches.py) runs the rest. Every stream, event and synchronize names ``device``."""
+    (tests/unit/helpers/test_cuda_branches.py) runs the rest. Every stream, event and synchronize names ``device``."""
     import statistics
     import tempfile
     import time

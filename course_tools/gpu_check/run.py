@@ -65,7 +65,7 @@ class Step:
 
 def gpu_test_files(root: Path = ROOT) -> list[str]:
     """The test files that hold ``@pytest.mark.gpu`` tests (the others import what the GPU machine lacks)."""
-    return sorted(str(p.relative_to(root)) for p in (root / "tests").glob("test_*.py")
+    return sorted(str(p.relative_to(root)) for p in (root / "tests").rglob("test_*.py")
                   if "@pytest.mark.gpu" in p.read_text() and p.name != "test_skip_policy.py")
 
 

@@ -58,7 +58,7 @@ MARK = "course-verdict-worker"
 _HELPERS_ROOT: list = [None]
 
 #: Modules whose functions and classes checks use or stand in for; with every ``helpers`` module, the
-#: surface a learner's function may not replace (tests/cell_runner.py watches the same for leaks).
+#: surface a learner's function may not replace (tests/support/cell_runner.py watches the same for leaks).
 WATCHED_MODULES = ["torch", "torch.cuda", "torch.mps", "torch.backends.cuda", "torch.backends.mps",
                    "torch.accelerator", "torch.amp", "torch.nn.functional", "torch.utils.data", "time", "timeit",
                    "statistics", "torch.distributed", "torch.testing", "torch.testing._comparison", "builtins",
