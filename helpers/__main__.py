@@ -28,7 +28,7 @@ def bench(args: list[str]) -> int:
     import torch
 
     from helpers.benchmark import matmul_work, sweep
-    from helpers.machine import describe_machine
+    from helpers.env_report import describe_machine
 
     if args[:1] == ["--vs-timer"]:
         from helpers.benchmark import compare_with_torch_timer, format_seconds
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     command = argv[0] if argv else "help"
     if command == "env":
         from helpers.device import DeviceUnavailableError
-        from helpers.machine import format_report
+        from helpers.env_report import format_report
 
         try:
             print(format_report())

@@ -112,7 +112,7 @@ def provenance(command: str) -> dict[str, str]:
     """Where the figures come from: device, driver, versions, date, command and the course's commit."""
     import torch
 
-    from helpers.machine import describe_machine
+    from helpers.env_report import describe_machine
 
     report = describe_machine()
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU rehearsal ({report.cpu_model})"

@@ -1,8 +1,8 @@
 """Grading a class with ``--jobs 1`` against ``--jobs 2``: time, spread, and the same outcomes either way.
 
 Not a test (a timed assert would flake on a shared machine): a benchmark whose figures go into the notes.
-It builds a scratch course with one chapter and a class of N learners (two in three hand in the reference
-solution, the rest the released notebook untouched, so both "graded" and "wrong" are graded), then grades the
+It builds a scratch course with one chapter and a class of N learners (two in three hand in the released notebook
+with the reference answers pasted in, the rest the released notebook untouched, so both "graded" and "wrong" are graded), then grades the
 whole class with real ``nbgrader autograde`` processes, R times with each ``jobs``, interleaved
 (1, 2, 2, 1, ...), and prints each time, the medians, the ratio, and whether the outcomes agree:
 
@@ -11,6 +11,7 @@ whole class with real ``nbgrader autograde`` processes, R times with each ``jobs
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import statistics
@@ -18,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,11 +36,19 @@ def build(course: Path, chapter: str, learners: int) -> None:
     with Course(course).gradebook() as gb:
         for i in range(learners):
             gb.update_or_create_student(f"learner{i:02d}")
+    blank = nbformat.read(str(released / chapter / f"{chapter}.ipynb"), as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source
+               for c in nbformat.read(str(ROOT / "solutions" / chapter / f"{chapter}.ipynb"), as_version=4).cells
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    solved = copy.deepcopy(blank)
+    for cell in solved.cells:  # the released notebook with the reference answers pasted in, as a learner would
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
     for i in range(learners):
         folder = course / "submitted" / f"learner{i:02d}" / chapter
         folder.mkdir(parents=True)
-        source = ROOT / "solutions" / chapter if i % 3 != 2 else released / chapter
-        shutil.copy(source / f"{chapter}.ipynb", folder / f"{chapter}.ipynb")
+        nbformat.write(solved if i % 3 != 2 else blank, str(folder / f"{chapter}.ipynb"))
 
 
 def main(chapter: str, learners: int, repeats: int) -> None:

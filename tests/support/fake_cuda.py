@@ -2,7 +2,7 @@
 
 Why: no GPU has ever run this course (issue 23), yet most of what breaks on one is device placement (an
 input moved to ``cuda`` while the target stays on the CPU, a mesh built on ``cuda:1`` of a one-GPU machine).
-``helpers.checks.machine.FakeMachine`` answers the questions a program *asks* about the machine but cannot
+``helpers.checks.fakes.machine.FakeMachine`` answers the questions a program *asks* about the machine but cannot
 make a tensor on a GPU. torch's ``FakeTensorMode`` can: in a CUDA build it makes tensors that say
 ``device='cuda:0'`` without touching a GPU, runs every operator's shape and device rules, and raises on a
 mix of devices as real CUDA would ("found two different devices cuda:0, cpu"). :func:`fake_cuda_machine`

@@ -1,7 +1,7 @@
 """helpers.benchmark: correct timing on any device, sweeps, tables, and the background queue chapter 01 teaches with.
 
 Behaviour only, never speed: where a result depends on time, the work runs on
-chapter 01's simulated device (:class:`helpers.checks.ch01.SimulatedDevice`, a
+chapter 01's simulated device (:class:`helpers.checks.fakes.simulated_gpu.SimulatedDevice`, a
 virtual clock), so what is asserted (synchronisation, warm-up, medians) does
 not depend on how busy the machine is. The stand-in itself is tested in
 tests/unit/checks/test_checks_ch01.py.

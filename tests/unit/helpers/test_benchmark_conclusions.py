@@ -1,7 +1,7 @@
-"""helpers.benchmark's one rule for conclusions from measurements: compare, Verdict, leaders, report.
+"""helpers.benchmark's one rule for conclusions from measurements: compare, Conclusion, leaders, report.
 
 The property tests say what the rule promises for *any* measured numbers: a
-printed verdict never contradicts the figures it came from (it never calls the
+printed conclusion never contradicts the figures it came from (it never calls the
 work with the larger median faster, never declares a difference whose bands
 overlap, never prints "1.00x faster"), and it does not depend on the order of
 the two sides or on the unit of time. The example tests pin the sentences the

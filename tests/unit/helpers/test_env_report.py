@@ -1,4 +1,4 @@
-"""helpers.machine and `python -m helpers env`: the report never fails and says what the course will do."""
+"""helpers.env_report and `python -m helpers env`: the report never fails and says what the course will do."""
 
 import subprocess
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from helpers import machine, processes
+from helpers import env_report as machine, processes
 from helpers.checks import fake_machine
 
 
