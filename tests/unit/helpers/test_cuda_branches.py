@@ -260,45 +260,59 @@ def _gpu_check_chapters() -> list[str]:
     return list(measure.MEASURES)
 
 
-def _measure_apart(chapter: str, device: torch.device, gpus: int) -> dict:
-    """Run ``chapter``'s ``measure_*`` on a fake machine of ``gpus`` H100s in a forked child; what it reported, as data.
-
-    Why a child: FakeTensorMode on a CUDA build without a GPU (torch 2.11 here) has corrupted the C heap during a
-    long measurement (measure_08's: glibc's malloc then crashed in a later, unrelated test, in "unlink_chunk"),
-    which no course code can cause on a real machine. In a child the damage ends with it, and the verdict still
-    covers every call the measurement made. A child that dies before it reports fails the test.
-    """
+def _measure_report(chapter: str, device: str, gpus: int, out: str) -> None:
+    """In the fresh child :func:`_measure_apart` starts: ``chapter``'s ``measure_*`` on a fake machine of ``gpus``
+    H100s, and what it reported, pickled into ``out``."""
     import pickle
 
     from course_tools.gpu_check import measure
 
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: measure, report, leave without running any cleanup
-        os.close(read)
-        report: dict = {"error": None, "calls": []}
-        try:
-            with fc.fake_cuda_machine(fc.H100, gpus) as m, fc.stand_ins():
-                try:
-                    report["figures"], report["skipped"] = measure.MEASURES[chapter](device, **_measure_kwargs(chapter))
-                except Exception as err:  # noqa: BLE001 - described for the parent, which decides
-                    report["error"] = {"text": f"{type(err).__name__}: {err}", "mismatch": fc.is_mismatch(err),
-                                       "child_refused": isinstance(err, fc.ChildProcessRefused),
-                                       "stop": fc.stop_reason(err)}
-                report["calls"] = list(m.device_calls)
-            data = pickle.dumps(report)
-        except BaseException as err:  # noqa: BLE001 - the machine itself failed: say so
-            data = pickle.dumps({"error": {"text": f"the fake machine failed: {err!r}", "mismatch": False,
-                                           "child_refused": False, "stop": repr(err)}, "calls": []})
-        with os.fdopen(write, "wb") as fh:
-            fh.write(data)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as fh:
-        data = fh.read()
-    _, status = os.waitpid(pid, 0)
-    assert data, f"measure_{chapter[:2]} on the fake machine died before reporting (wait status {status})"
-    return pickle.loads(data)
+    report: dict = {"error": None, "calls": []}
+    try:
+        with fc.fake_cuda_machine(fc.H100, gpus) as m, fc.stand_ins():
+            try:
+                report["figures"], report["skipped"] = measure.MEASURES[chapter](torch.device(device),
+                                                                                 **_measure_kwargs(chapter))
+            except Exception as err:  # noqa: BLE001 - described for the parent, which decides
+                report["error"] = {"text": f"{type(err).__name__}: {err}", "mismatch": fc.is_mismatch(err),
+                                   "child_refused": isinstance(err, fc.ChildProcessRefused),
+                                   "stop": fc.stop_reason(err)}
+            report["calls"] = list(m.device_calls)
+    except BaseException as err:  # noqa: BLE001 - the machine itself failed: say so
+        report = {"error": {"text": f"the fake machine failed: {err!r}", "mismatch": False,
+                            "child_refused": False, "stop": repr(err)}, "calls": []}
+    with open(out, "wb") as fh:
+        pickle.dump(report, fh)
+
+
+def _measure_apart(chapter: str, device: torch.device, gpus: int) -> dict:
+    """Run ``chapter``'s ``measure_*`` on a fake machine of ``gpus`` H100s in a fresh Python; what it reported, as data.
+
+    Why a process of its own: FakeTensorMode on a CUDA build without a GPU (torch 2.11 here) has corrupted the C
+    heap during a long measurement (measure_08's: glibc's malloc then crashed in a later, unrelated test, in
+    "unlink_chunk"), which no course code can cause on a real machine. Why a fresh one, not a fork: a fork inherits
+    the heap of a test process that already ran other fake-CUDA tests, and such a child died with SIGSEGV before
+    reporting (measure_03, measure_09, once the tests were scheduled differently over the workers). The verdict
+    still covers every call the measurement made. A child that dies before it reports fails the test.
+    """
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    tests = os.path.dirname(os.path.dirname(here))
+    code = (f"import sys; sys.path[:0] = {[here, tests]!r}\n"
+            "from test_cuda_branches import _measure_report\n"
+            f"_measure_report({chapter!r}, {str(device)!r}, {gpus}, sys.argv[1])\n")
+    with tempfile.TemporaryDirectory(prefix="measure-") as work:
+        out = os.path.join(work, "report.pkl")
+        proc = subprocess.run([sys.executable, "-c", code, out], capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, MPLBACKEND="Agg"))
+        assert os.path.exists(out), (f"measure_{chapter[:2]} on the fake machine died before reporting (exit "
+                                     f"{proc.returncode}): {proc.stderr[-2000:]}")
+        with open(out, "rb") as fh:
+            return pickle.load(fh)
 
 
 @pytest.mark.parametrize("chapter", _gpu_check_chapters())
