@@ -86,7 +86,7 @@ from support.cell_runner import torch_settings as _torch_settings
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["GPU", "H100", "T4", "CellRun", "ChildProcessRefused", "DeviceCall", "FakeAllocator", "NeedsRealGPU",
+__all__ = ["GPU", "H100", "T4", "CellLimit", "CellRun", "CellTimedOut", "ChildProcessRefused", "DeviceCall", "FakeAllocator", "NeedsRealGPU",
            "alone_in_a_group", "cuda_build", "fake_cuda_machine", "is_mismatch", "launch_each_rank_alone", "off_device",
            "run_cells", "stand_ins", "stop_reason"]
 
@@ -1055,6 +1055,65 @@ class CellTimedOut(BaseException):
     """A cell ran past its limit on the fake machine (a BaseException, so ``except Exception`` cannot hide it)."""
 
 
+class CellLimit:
+    """A cell's time limit that stops the cell only where stopping is safe: in the cell's own code or the course's.
+
+    Why not raise in the signal handler wherever it lands: Python runs a handler at the next bytecode of
+    whatever Python code is running, and on the fake machine that is often FakeTensorMode's own dispatch,
+    called from torch's C++ in the middle of an operator. An exception there can leave the C++ side half
+    done, and the process then aborts ("Fatal Python error: Aborted" inside ``F.linear``, seen on the floor
+    torch 2.11 in chapter 08's timing loop, which always runs into its limit). So the handler raises at once
+    only when the frame it interrupts is *ours* (a cell's, or ``helpers/``); otherwise it marks the stop as
+    due and turns on line tracing, and the stop is raised at the next line one of our frames runs.
+    The timers repeat (``setitimer``'s interval), so a stop swallowed somewhere is due again a moment later.
+    """
+
+    def __init__(self, message: str) -> None:
+        import helpers
+
+        self.message = message
+        self.armed = False
+        self.due = False
+        self._ours = ("<cell ", str(Path(helpers.__file__).parent))  # cells' code, and the course's
+
+    def ours(self, frame: Any) -> bool:
+        name = frame.f_code.co_filename if frame is not None else ""
+        return name.startswith(self._ours)
+
+    def arm(self) -> None:
+        self.armed, self.due = True, False
+
+    def disarm(self) -> None:
+        self.armed, self.due = False, False
+        sys.settrace(None)
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        """The SIGPROF/SIGALRM handler."""
+        if not self.armed:
+            return
+        if self.ours(frame):
+            self._stop()
+        if not self.due:
+            self.due = True
+            while frame is not None:  # every frame of ours already running traces its next line
+                if self.ours(frame):
+                    frame.f_trace, frame.f_trace_lines = self._on_line, True
+                frame = frame.f_back
+            sys.settrace(self._on_call)  # line events need a global trace function; new frames of ours trace too
+
+    def _on_call(self, frame: Any, event: str, arg: Any) -> Any:
+        return self._on_line if self.ours(frame) else None
+
+    def _on_line(self, frame: Any, event: str, arg: Any) -> Any:
+        if self.armed and self.due and event == "line":
+            self._stop()
+        return self._on_line
+
+    def _stop(self) -> None:
+        self.disarm()
+        raise CellTimedOut(self.message)
+
+
 @dataclass
 class CellRun:
     """What one code cell did on the fake machine."""
@@ -1137,12 +1196,7 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
     """
     import matplotlib.pyplot as plt
 
-    armed = [False]  # the limit raises once per cell, unless that once was swallowed (then it fires again)
-
-    def timed_out(signum: int, frame: Any) -> None:
-        if armed[0]:
-            armed[0] = False
-            raise CellTimedOut(f"the cell ran past its limit on the fake machine ({cpu_seconds} s CPU, {wall_seconds} s)")
+    limit = CellLimit(f"the cell ran past its limit on the fake machine ({cpu_seconds} s CPU, {wall_seconds} s)")
 
     main = types.ModuleType("__main__")  # as in a kernel, functions a cell defines live in __main__ (pickle finds them)
     namespace = main.__dict__
@@ -1150,13 +1204,13 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
     settings, environ, cwd = _torch_settings(), dict(os.environ), os.getcwd()
     old_main = sys.modules["__main__"]
     limits = threading.current_thread() is threading.main_thread()  # signals reach the main thread only
-    old_prof = signal.signal(signal.SIGPROF, timed_out) if limits else None
-    old_alarm = signal.signal(signal.SIGALRM, timed_out) if limits else None
+    old_prof = signal.signal(signal.SIGPROF, limit.on_signal) if limits else None
+    old_alarm = signal.signal(signal.SIGALRM, limit.on_signal) if limits else None
     old_hook = sys.unraisablehook
 
     def unraisable(hook_args: Any) -> None:  # a limit swallowed in a finalizer: it fires again, nothing to report
         if isinstance(hook_args.exc_value, CellTimedOut):
-            armed[0] = True
+            limit.arm()
         else:
             old_hook(hook_args)
 
@@ -1183,8 +1237,8 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                 machine.device_calls.clear()
                 try:
                     # repeating: a limit that fires inside a finalizer is swallowed there (unraisable), so it fires again
-                    armed[0] = limits
                     if limits:
+                        limit.arm()
                         signal.setitimer(signal.ITIMER_PROF, cpu_seconds, 0.25)
                         signal.setitimer(signal.ITIMER_REAL, wall_seconds, 0.25)
                     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -1200,7 +1254,7 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                 finally:
                     if len(runs) > before:
                         runs[-1].cell_id, runs[-1].device_calls = cell.get("id", ""), list(machine.device_calls)
-                    armed[0] = False
+                    limit.disarm()
                     if limits:
                         signal.setitimer(signal.ITIMER_PROF, 0)
                         signal.setitimer(signal.ITIMER_REAL, 0)
