@@ -24,10 +24,10 @@ def test_free_names_are_what_the_cell_reads_and_never_assigns():
     assert sorted(free_names(source)) == ["choose_device", "make_model", "offset", "sizes"]
 
 
-def test_the_export_hands_over_the_definitions_by_value():
+def test_the_export_hands_over_the_definitions_by_value(tmp_path):
     namespace: dict = {"__name__": "__main__"}
     exec("SCALE = 3\ndef triple(x):\n    return SCALE * x\n", namespace)
-    path = "/tmp/test-verdict-export.pkl"
+    path = str(tmp_path / "export.pkl")  # tmp_path: two suites at once on one machine never share the file
     exec(export_code(path, ["triple", "missing"]), namespace)
     with open(path, "rb") as fh:
         handed = cloudpickle.loads(fh.read())
@@ -35,12 +35,12 @@ def test_the_export_hands_over_the_definitions_by_value():
     assert "__course_export" not in namespace
 
 
-def test_an_object_that_cannot_be_handed_over_is_named():
+def test_an_object_that_cannot_be_handed_over_is_named(tmp_path):
     import threading
 
     namespace: dict = {"__name__": "__main__", "lock": threading.Lock()}
     with pytest.raises(RuntimeError, match="could not take `lock` out of your notebook"):
-        exec(export_code("/tmp/test-verdict-export.pkl", ["lock"]), namespace)
+        exec(export_code(str(tmp_path / "export.pkl"), ["lock"]), namespace)
 
 
 def test_the_guard_names_a_replaced_function_a_removed_one_and_a_stand_in_module():
@@ -124,11 +124,11 @@ def test_stopping_a_cell_kills_it_and_what_it_started_but_not_the_worker(worker)
     assert worker.judge("print('still serving')\n", _blob(), cap=10_000)["stdout"] == "still serving\n"
 
 
-def test_a_function_that_reaches_torch_backends_is_handed_over():
+def test_a_function_that_reaches_torch_backends_is_handed_over(tmp_path):
     """``torch.backends`` is a ModuleType subclass in sys.modules, which plain cloudpickle cannot pickle."""
     namespace: dict = {"__name__": "__main__"}
     exec("import torch\ndef mps_here():\n    return torch.backends.mps.is_available()\n", namespace)
-    path = "/tmp/test-verdict-export.pkl"
+    path = str(tmp_path / "export.pkl")
     exec(export_code(path, ["mps_here"]), namespace)
     with open(path, "rb") as fh:
         assert cloudpickle.loads(fh.read())["mps_here"]() is torch.backends.mps.is_available()
