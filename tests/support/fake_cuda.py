@@ -86,9 +86,9 @@ from support.cell_runner import torch_settings as _torch_settings
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["GPU", "H100", "T4", "CellLimit", "CellRun", "CellTimedOut", "ChildProcessRefused", "DeviceCall", "FakeAllocator", "NeedsRealGPU",
-           "alone_in_a_group", "cuda_build", "fake_cuda_machine", "is_mismatch", "launch_each_rank_alone", "off_device",
-           "run_cells", "stand_ins", "stop_reason"]
+__all__ = ["GPU", "H100", "T4", "CellLimit", "CellRun", "CellTimedOut", "ChildProcessRefused", "DeviceCall",
+           "FakeAllocator", "NeedsRealGPU", "alone_in_a_group", "cuda_build", "fake_cuda_machine", "is_mismatch",
+           "launch_each_rank_alone", "off_device", "run_cells", "stand_ins", "stop_reason"]
 
 MIB, GIB = 2**20, 2**30
 
