@@ -1028,7 +1028,7 @@ def launch_each_rank_alone(fn: Any, world_size: int = 2, *, args: Any = (), kwar
     ``timeout``, ``echo`` and ``env`` are accepted and not used (nothing runs in another process). A rank that
     sleeps longer than a moment is waiting for a peer that is not there: that stops the run (:class:`NeedsRealGPU`).
     """
-    from helpers import ddp
+    from helpers import benchmark, ddp
     from helpers.checks.patching import patched
 
     real_sleep = time.sleep
@@ -1163,12 +1163,12 @@ def stand_ins() -> Iterator[None]:
 
     Child processes are refused (:class:`ChildProcessRefused`: they would run real torch, without the fake);
     ``helpers.ddp.launch`` runs each rank alone in this process (:func:`launch_each_rank_alone`); the profiler's
-    CUDA activity is refused (CUPTI needs a driver); ``torch.utils.benchmark``'s timers measure for a moment
+    CUDA activity is refused (CUPTI needs a driver); ``torch.utils.benchmark``'s timers and the course's own synchronised blocks measure for a moment
     only (a fake kernel's time means nothing, and the whole check must stay short).
     """
     from torch.utils.benchmark import Timer
 
-    from helpers import ddp
+    from helpers import benchmark, ddp
     from helpers.checks.patching import patched
 
     with patched([(subprocess, "Popen", _refuse_children("subprocess.Popen")),
@@ -1177,7 +1177,9 @@ def stand_ins() -> Iterator[None]:
                   (torch.profiler.profile, "start", _refuse_cuda_profiling(torch.profiler.profile.start)),
                   (Timer, "blocked_autorange", _brief_timing(Timer.blocked_autorange, min_run_time=0.01)),
                   (Timer, "adaptive_autorange", _brief_timing(Timer.adaptive_autorange, min_run_time=0.01,
-                                                              max_run_time=0.02))]):
+                                                              max_run_time=0.02)),
+                  (benchmark, "measure_synchronised", _brief_timing(benchmark.measure_synchronised, min_run_time=0.01,
+                                                                    max_run_time=0.02))]):
         yield
 
 
