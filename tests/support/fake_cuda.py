@@ -1163,8 +1163,9 @@ def stand_ins() -> Iterator[None]:
 
     Child processes are refused (:class:`ChildProcessRefused`: they would run real torch, without the fake);
     ``helpers.ddp.launch`` runs each rank alone in this process (:func:`launch_each_rank_alone`); the profiler's
-    CUDA activity is refused (CUPTI needs a driver); ``torch.utils.benchmark``'s timers and the course's own synchronised blocks measure for a moment
-    only (a fake kernel's time means nothing, and the whole check must stay short).
+    CUDA activity is refused (CUPTI needs a driver); ``torch.utils.benchmark``'s timers and the course's own
+    synchronised blocks measure for a moment only (a fake kernel's time means nothing, and the whole check must
+    stay short).
     """
     from torch.utils.benchmark import Timer
 
