@@ -39,6 +39,7 @@ simulated device with a virtual clock, lives in :mod:`helpers.checks.ch01`.)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -48,7 +49,7 @@ import sys
 import threading
 import timeit
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -97,7 +98,7 @@ __all__ = [
     "leaders",
     "limited_by",
     "matmul_work",
-    "measure_synchronised",
+    "measure_blocks",
     "report",
     "sweep",
     "sync_timer",
@@ -114,8 +115,6 @@ MIN_BLOCKS = 3
 #: share of a block. torch's ``blocked_autorange`` asks for 1e-4 and grows the block 10x at a time, which on a GPU
 #: makes one block longer than the whole measurement: one repeat, no spread (review 3, W1).
 CLOCK_SHARE = 0.01
-#: ... and the block is at most ``min_run_time`` over this, so a measurement there has about this many repeats.
-TARGET_BLOCKS = 10
 #: The least spread :func:`compare` grants a measurement, as a fraction of its median: a suspiciously steady
 #: one (three equal blocks) says nothing about the next run on a shared machine, whose load changes between them.
 MIN_SPREAD = NOISE_THRESHOLD
@@ -313,14 +312,14 @@ def time_callable(
     """Seconds per call of ``fn()`` on ``device``, measured correctly.
 
     Create the inputs *before* calling this (on ``device``): only ``fn()`` is
-    timed. ``warmup`` untimed calls come first; then
-    ``torch.utils.benchmark.Timer.blocked_autorange`` picks a block size that
-    makes the clock's own cost negligible and measures blocks for at least
-    ``min_run_time`` seconds. With ``max_run_time`` it uses ``adaptive_autorange``
-    instead: it keeps measuring until IQR / median is below 0.1 or
-    ``max_run_time`` is spent. On an accelerator the clock synchronises
-    ``device`` before every read, and :func:`measure_synchronised` chooses the
-    block size instead of torch (see there why).
+    timed. ``warmup`` untimed calls come first; then :func:`measure_blocks`
+    times blocks of calls with ``torch.utils.benchmark.Timer``, reading a clock
+    that synchronises ``device``: a block size that makes the clock's cost a
+    small share of a block, blocks for at least ``min_run_time`` seconds and
+    at least :data:`MIN_BLOCKS` of them. With ``max_run_time`` it keeps
+    measuring until IQR / median is below 0.1 or ``max_run_time`` is spent
+    (as torch's ``adaptive_autorange``). Why not torch's own block choice: see
+    :func:`measure_blocks`.
 
     ``num_threads`` defaults to ``torch.get_num_threads()`` (all the threads
     torch uses for real work), not ``Timer``'s default of 1. ``flops`` and
@@ -334,50 +333,52 @@ def time_callable(
     timer = torch_benchmark.Timer(
         stmt="fn()", globals={"fn": fn}, timer=sync_timer(dev), num_threads=threads, label=label or "fn", env=str(dev)
     )
-    if dev.type != "cpu":
-        m = measure_synchronised(timer, sync_timer(dev), min_run_time=min_run_time, max_run_time=max_run_time)
-    elif max_run_time is not None:
-        m = timer.adaptive_autorange(threshold=NOISE_THRESHOLD, min_run_time=min_run_time, max_run_time=max_run_time)
-    else:
-        m = timer.blocked_autorange(min_run_time=min_run_time)
+    m = measure_blocks(timer, sync_timer(dev), min_run_time=min_run_time, max_run_time=max_run_time)
     timing = Timing.from_measurement(m, dev, label, num_threads=threads, flops=flops, nbytes=nbytes, warmup=warmup)
     if warn:
         _warn_if_noisy(timing)
     return timing
 
 
-def measure_synchronised(timer: Any, clock: Callable[[], float], *, min_run_time: float,
-                         max_run_time: float | None = None) -> Any:
-    """Blocks of calls timed with a clock that waits for the device: at least :data:`MIN_BLOCKS` of them, so a spread.
+def measure_blocks(timer: Any, clock: Callable[[], float], *, min_run_time: float,
+                   max_run_time: float | None = None) -> Any:
+    """Blocks of calls timed with ``clock``: at least :data:`MIN_BLOCKS` of them, so the spread is known.
 
     Why not torch's ``blocked_autorange``: it grows the block 10x at a time until the clock's cost is 1e-4 of
     it. A clock that synchronises a GPU costs 3-10 us, so a block must last 30-100 ms, overshoots
     ``min_run_time``, and the measurement is one block with an IQR of 0 ("too few repeats", no conclusion:
-    review 3, W1). Here the clock's cost need only be :data:`CLOCK_SHARE` of a block, and a block aims at
-    ``min_run_time / TARGET_BLOCKS``. Blocks are measured until ``min_run_time`` is spent and there are
-    :data:`MIN_BLOCKS`; with ``max_run_time`` also until IQR / median is below :data:`NOISE_THRESHOLD`,
-    but never past ``max_run_time``. Returns torch's own ``Measurement``, built from torch's ``Timer.timeit``.
+    review 3, W1). Here the clock's cost need only be :data:`CLOCK_SHARE` of a block (and a block lasts at
+    least ``min_run_time / 1000``, torch's own floor), so blocks stay short and many. The same rule on every
+    device, the CPU included, so that one rule decides how a measurement is made wherever it runs.
+
+    Blocks are measured until ``min_run_time`` is spent and there are :data:`MIN_BLOCKS`; with
+    ``max_run_time`` also until IQR / median is below :data:`NOISE_THRESHOLD` (torch's ``adaptive_autorange``
+    rule), but never past ``max_run_time``. A block is timed by torch's ``Timer._timeit``, what its own
+    autorange methods call: the public ``Timer.timeit`` first makes ``max(number // 100, 2)`` untimed calls
+    per block, which would triple the cost of a block of one long call. Returns torch's ``Measurement``.
     """
+    threads = timer._task_spec.num_threads
     overhead = statistics.median(_clock_cost(clock) for _ in range(5))
-    target = max(overhead / CLOCK_SHARE, min_run_time / TARGET_BLOCKS)
-    number, first = 1, timer.timeit(1)
-    while first.raw_times[0] < target and first.raw_times[0] < min_run_time:
-        grow = target / max(first.raw_times[0], 1e-9)
-        number = min(number * 10, max(number + 1, math.ceil(number * grow)))
-        first = timer.timeit(number)
-    raw, spent = [first.raw_times[0]], first.raw_times[0]
+    target = max(overhead / CLOCK_SHARE, min_run_time / 1000)
+    with _torch_threads(threads):
+        number, first = 1, timer._timeit(1)
+        while first < target and first < min_run_time:
+            grow = target / max(first, 1e-9)
+            number = min(number * 10, max(number + 1, math.ceil(number * grow)))
+            first = timer._timeit(number)
+        raw, spent = [first], first
 
-    def done() -> bool:
-        if max_run_time is not None and spent >= max_run_time:
-            return True
-        if spent < min_run_time or len(raw) < MIN_BLOCKS:
-            return False
-        return max_run_time is None or _measurement(first, number, raw).meets_confidence(NOISE_THRESHOLD)
+        def done() -> bool:
+            if max_run_time is not None and spent >= max_run_time:
+                return True
+            if spent < min_run_time or len(raw) < MIN_BLOCKS:
+                return False
+            return max_run_time is None or _measurement(timer, number, raw).meets_confidence(NOISE_THRESHOLD)
 
-    while not done():
-        raw.append(timer.timeit(number).raw_times[0])
-        spent += raw[-1]
-    return _measurement(first, number, raw)
+        while not done():
+            raw.append(timer._timeit(number))
+            spent += raw[-1]
+    return _measurement(timer, number, raw)
 
 
 def _clock_cost(clock: Callable[[], float]) -> float:
@@ -386,21 +387,28 @@ def _clock_cost(clock: Callable[[], float]) -> float:
     return clock() - start
 
 
-def _measurement(like: Any, number: int, raw_times: list[float]) -> Any:
-    """torch's ``Measurement`` of ``raw_times`` (seconds per block of ``number`` calls), with ``like``'s task."""
-    return torch_benchmark.Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=like.task_spec)
+def _measurement(timer: Any, number: int, raw_times: list[float]) -> Any:
+    """torch's ``Measurement`` of ``raw_times`` (seconds per block of ``number`` calls) of ``timer``'s task."""
+    return torch_benchmark.Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=timer._task_spec)
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``threads`` while the block runs, then put back."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 def _warm_up(fn: Callable[[], Any], dev: torch.device, warmup: int, threads: int) -> None:
     """``warmup`` untimed calls with the measurement's thread count, then wait for the device to finish them."""
-    saved_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with _torch_threads(threads):
         for _ in range(warmup):
             fn()
         synchronize(dev)  # a no-op on the CPU
-    finally:
-        torch.set_num_threads(saved_threads)
 
 
 def _warn_if_noisy(timing: Timing) -> None:

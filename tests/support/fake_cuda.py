@@ -86,6 +86,8 @@ from support.cell_runner import torch_settings as _torch_settings
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
+_real_clock = time.perf_counter  # read before a simulated machine makes time.perf_counter virtual
+
 __all__ = ["GPU", "H100", "T4", "CellLimit", "CellRun", "CellTimedOut", "ChildProcessRefused", "DeviceCall",
            "FakeAllocator", "NeedsRealGPU", "alone_in_a_group", "cuda_build", "fake_cuda_machine", "is_mismatch",
            "launch_each_rank_alone", "off_device", "run_cells", "stand_ins", "stop_reason"]
@@ -317,19 +319,25 @@ class FakeEvent:
 
     def record(self, stream: Any = None) -> None:
         if stream is None:
-            _record_call("Event.record()", *_index_of(None))
+            index, explicit = _index_of(None)
+            _record_call("Event.record()", index, explicit)
         else:
+            index = stream.device.index
             _record_call("Event.record(stream)", stream.device.index, True)
-        self.at = _Clock.now()
+        timeline = _timeline()
+        self.at = _Clock.now() if timeline is None else timeline.record(index)
 
     def wait(self, stream: Any = None) -> None:
         pass
 
     def query(self) -> bool:
-        return True
+        timeline = _timeline()
+        return timeline is None or self.at is None or timeline.done(0, self.at)
 
     def synchronize(self) -> None:
-        pass
+        timeline = _timeline()
+        if timeline is not None and self.at is not None:
+            timeline.wait_until(self.at)
 
     def elapsed_time(self, end: "FakeEvent") -> float:
         if not (self.enable_timing and end.enable_timing):
@@ -367,10 +375,13 @@ class FakeStream:
         return event
 
     def query(self) -> bool:
-        return True
+        timeline = _timeline()
+        return timeline is None or timeline.done(self.device.index, timeline.queue_end[self.device.index])
 
     def synchronize(self) -> None:
-        pass
+        timeline = _timeline()
+        if timeline is not None:
+            timeline.wait_for(self.device.index)
 
     def __enter__(self) -> "FakeStream":
         _record_call("with stream:", self.device.index, True)
@@ -446,6 +457,8 @@ class FakeCudaMachine:
     device_calls: list[DeviceCall] = field(default_factory=list)
     #: the LOCAL_RANK of the rank now running alone (:func:`alone_in_a_group`), None outside one
     rank: int | None = None
+    #: GPU-like time (:class:`support.gpu_model.Timeline`), when the machine was asked for a timing profile
+    timeline: Any = None
 
     def __post_init__(self) -> None:
         self.allocator = FakeAllocator(self.count, self.gpu.total_memory)
@@ -524,6 +537,8 @@ class FakeCudaMachine:
     def _synchronize(self, name: str, device: Any) -> None:
         index = self.index(device)
         _record_call(f"{name}()" if device is None else f"{name}(device)", index, device is not None)
+        if self.timeline is not None:
+            self.timeline.wait_for(index)
 
     def bf16_supported(self, including_emulation: bool = True) -> bool:
         return self.gpu.major >= 8 or including_emulation
@@ -621,6 +636,11 @@ class FakeCudaMachine:
 _MACHINE: list[FakeCudaMachine] = []
 
 
+def _timeline() -> Any:
+    """The running machine's :class:`support.gpu_model.Timeline`, or None (no machine, or no timing profile)."""
+    return _MACHINE[0].timeline if _MACHINE else None
+
+
 # --------------------------------------------------------------------------- tensors
 
 
@@ -635,11 +655,14 @@ class _OrdinalCheckingMode(FakeTensorMode):
         return True
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        start = _real_clock()
         out = super().__torch_dispatch__(func, types, args, kwargs)
         for t in tree_leaves(out):
             if isinstance(t, torch.Tensor) and t.device.type == "cuda":
                 self.machine.index(t.device)
                 self.machine.allocator.track(t)
+        if self.machine.timeline is not None:  # last, so that the whole fake bookkeeping is taken back
+            self.machine.timeline.operator(func, args, kwargs or {}, out, start)
         return out
 
 
@@ -743,6 +766,9 @@ def _placeholder(original, value):
 
     def number(self, *args: Any, **kwargs: Any) -> Any:
         if _is_fake(self):
+            timeline = _timeline()
+            if timeline is not None and self.device.type == "cuda":
+                timeline.wait_for(self.device.index or 0)  # a value on the GPU: the host waits for the queue
             if value is None:  # .item(): a one of the tensor's kind
                 return True if self.dtype == torch.bool else 1 if not self.is_floating_point() and not self.is_complex() else 1.0
             return value
@@ -879,11 +905,14 @@ def _pinning():
 
 
 @contextlib.contextmanager
-def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachine]:
+def fake_cuda_machine(gpu: GPU = H100, count: int = 1, timing: Any = None) -> Iterator[FakeCudaMachine]:
     """Make this process look like a machine with ``count`` GPUs of kind ``gpu``, CUDA tensors included.
 
     Needs a CUDA build of torch (:func:`cuda_build`). Every tensor made inside is a fake tensor; real tensors
     made before are turned into fake ones when an operator meets them. Everything is put back on exit.
+    ``timing``, a :class:`support.gpu_model.Profile`, gives the machine GPU-like time: launches, queues,
+    synchronisations and virtual host clocks (:class:`support.gpu_model.Timeline`); without it a fake GPU's
+    work costs nothing.
     """
     if not cuda_build():
         raise RuntimeError("fake_cuda_machine needs a CUDA build of torch: a CPU-only build cannot make CUDA tensors")
@@ -892,6 +921,10 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachi
     from helpers.checks.patching import patched
 
     machine = FakeCudaMachine(gpu=gpu, count=count)
+    if timing is not None:
+        from support.gpu_model import Timeline, measure_host
+
+        machine.timeline = Timeline(timing, count, measure_host())  # the CPU is measured before anything is fake
     mode = _OrdinalCheckingMode(allow_non_fake_inputs=True)
     mode.machine = machine
     pin_memory, is_pinned = _pinning()
@@ -916,7 +949,7 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1) -> Iterator[FakeCudaMachi
         (T, "pin_memory", pin_memory),
         (T, "is_pinned", is_pinned),
         (T, "record_stream", _nothing),
-    ]
+    ] + (machine.timeline.clocks() if machine.timeline is not None else [])
     with patched(changes), mode, warnings.catch_warnings():
         # helpers.memory keys storages by data pointer, which a fake tensor does not have (torch warns; it is 0)
         warnings.filterwarnings("ignore", "Accessing the data pointer of FakeTensor")
@@ -1179,7 +1212,7 @@ def stand_ins() -> Iterator[None]:
                   (Timer, "blocked_autorange", _brief_timing(Timer.blocked_autorange, min_run_time=0.01)),
                   (Timer, "adaptive_autorange", _brief_timing(Timer.adaptive_autorange, min_run_time=0.01,
                                                               max_run_time=0.02)),
-                  (benchmark, "measure_synchronised", _brief_timing(benchmark.measure_synchronised, min_run_time=0.01,
+                  (benchmark, "measure_blocks", _brief_timing(benchmark.measure_blocks, min_run_time=0.01,
                                                                     max_run_time=0.02))]):
         yield
 

@@ -66,11 +66,18 @@ def test_time_callable_median_ignores_a_slow_call_and_warns_when_noisy():
         bench.time_callable(cpu.kernel(lambda i: 0.001 * (1 + i % 3)), "cpu", min_run_time=0.1)
 
 
+def test_time_callable_repeats_a_call_longer_than_min_run_time_until_its_spread_is_known():
+    cpu = SimulatedDevice("cpu")
+    with cpu.active():
+        t = bench.time_callable(cpu.kernel(0.05), "cpu", min_run_time=0.01, warn=False)
+    assert len(t.times) == bench.MIN_BLOCKS and t.number_per_run == 1
+
+
 def test_time_callable_warns_when_too_few_blocks_show_a_spread():
-    """The warning follows the one noise rule: one block of 50 ms says nothing about the spread."""
+    """The warning follows the one noise rule: one block of 50 ms, cut short by max_run_time, says nothing."""
     cpu = SimulatedDevice("cpu")
     with cpu.active(), pytest.warns(bench.NoisyTimingWarning, match="too few blocks to know its spread"):
-        t = bench.time_callable(cpu.kernel(0.05), "cpu", min_run_time=0.01)
+        t = bench.time_callable(cpu.kernel(0.05), "cpu", min_run_time=0.01, max_run_time=0.04)
     assert len(t.times) < bench.MIN_BLOCKS and t.noisy
 
 
