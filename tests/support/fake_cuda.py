@@ -245,6 +245,26 @@ def _site(frame: Any) -> tuple[str, str]:
     return f"{shown}:{line}", linecache.getline(name, line).strip()
 
 
+def _off_the_clock(fn):
+    """``fn``'s own real time is taken back from a simulated machine's clock: the fake machine's bookkeeping
+    (walking the stack to record a call, say) is no cost a real GPU machine pays. Only for code that queues no
+    operator: an operator inside would be taken back with it."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        timeline = _timeline()
+        if timeline is None or not timeline.free():
+            return fn(*args, **kwargs)
+        timeline.enter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            timeline.leave()
+
+    return wrapped
+
+
+@_off_the_clock
 def _record_call(call: str, index: int, explicit: bool) -> None:
     """Record ``call`` on the machine now running (if any), with the lines of code that made it."""
     if not _MACHINE:
@@ -317,6 +337,7 @@ class FakeEvent:
                  **kwargs: Any) -> None:
         self.enable_timing, self.at = enable_timing, None
 
+    @_off_the_clock
     def record(self, stream: Any = None) -> None:
         if stream is None:
             index, explicit = _index_of(None)
@@ -334,6 +355,7 @@ class FakeEvent:
         timeline = _timeline()
         return timeline is None or self.at is None or timeline.done(0, self.at)
 
+    @_off_the_clock
     def synchronize(self) -> None:
         timeline = _timeline()
         if timeline is not None and self.at is not None:
@@ -378,6 +400,7 @@ class FakeStream:
         timeline = _timeline()
         return timeline is None or timeline.done(self.device.index, timeline.queue_end[self.device.index])
 
+    @_off_the_clock
     def synchronize(self) -> None:
         timeline = _timeline()
         if timeline is not None:
@@ -534,6 +557,7 @@ class FakeCudaMachine:
     def accelerator_synchronize(self, device: Any = None) -> None:
         self._synchronize("torch.accelerator.synchronize", device)
 
+    @_off_the_clock
     def _synchronize(self, name: str, device: Any) -> None:
         index = self.index(device)
         _record_call(f"{name}()" if device is None else f"{name}(device)", index, device is not None)
@@ -655,14 +679,21 @@ class _OrdinalCheckingMode(FakeTensorMode):
         return True
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        start = _real_clock()
-        out = super().__torch_dispatch__(func, types, args, kwargs)
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor) and t.device.type == "cuda":
-                self.machine.index(t.device)
-                self.machine.allocator.track(t)
-        if self.machine.timeline is not None:  # last, so that the whole fake bookkeeping is taken back
-            self.machine.timeline.operator(func, args, kwargs or {}, out, start)
+        timeline = self.machine.timeline
+        outer = timeline is not None and timeline.free()  # the fake mode re-enters for its decompositions
+        if outer:
+            timeline.enter()
+        try:
+            out = super().__torch_dispatch__(func, types, args, kwargs)
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                    self.machine.index(t.device)
+                    self.machine.allocator.track(t)
+            if outer:
+                timeline.operator(func, args, kwargs or {}, out)
+        finally:
+            if outer:
+                timeline.leave()
         return out
 
 
@@ -764,6 +795,7 @@ def _autograd_grad(original):
 def _placeholder(original, value):
     """A fake tensor's Python number is a placeholder (``value`` of its kind); a real tensor's is its own."""
 
+    @_off_the_clock
     def number(self, *args: Any, **kwargs: Any) -> Any:
         if _is_fake(self):
             timeline = _timeline()
@@ -904,6 +936,30 @@ def _pinning():
     return pin_memory, is_pinned
 
 
+def _timed_changes(timeline: Any) -> list[tuple[Any, str, Any]]:
+    """The host's clocks read the timeline, and ``torch.utils.benchmark.Timer``'s default clock synchronises.
+
+    torch picks Timer's default clock when ``torch.utils.benchmark`` is imported: on a machine with an
+    accelerator, one that calls ``torch.accelerator.synchronize()`` first. It was imported here before the fake
+    machine existed, so a Timer made without ``timer=`` is given the clock it would have on a GPU machine.
+    """
+    from torch.utils.benchmark import Timer
+
+    def clock() -> float:
+        torch.accelerator.synchronize()
+        return timeline.now()
+
+    original = Timer.__init__
+
+    @functools.wraps(original)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) < 4 and "timer" not in kwargs:  # (stmt, setup, global_setup, timer, ...)
+            kwargs["timer"] = clock
+        original(self, *args, **kwargs)
+
+    return timeline.clocks() + [(Timer, "__init__", __init__)]
+
+
 @contextlib.contextmanager
 def fake_cuda_machine(gpu: GPU = H100, count: int = 1, timing: Any = None) -> Iterator[FakeCudaMachine]:
     """Make this process look like a machine with ``count`` GPUs of kind ``gpu``, CUDA tensors included.
@@ -949,7 +1005,7 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1, timing: Any = None) -> It
         (T, "pin_memory", pin_memory),
         (T, "is_pinned", is_pinned),
         (T, "record_stream", _nothing),
-    ] + (machine.timeline.clocks() if machine.timeline is not None else [])
+    ] + (_timed_changes(machine.timeline) if machine.timeline is not None else [])
     with patched(changes), mode, warnings.catch_warnings():
         # helpers.memory keys storages by data pointer, which a fake tensor does not have (torch warns; it is 0)
         warnings.filterwarnings("ignore", "Accessing the data pointer of FakeTensor")
@@ -1158,6 +1214,7 @@ class CellRun:
     cell_id: str = ""  #: the notebook cell's id
     #: the streams, events and synchronisations the cell made, with the GPU each acts on (:func:`off_device`)
     device_calls: list[DeviceCall] = field(default_factory=list)
+    output: str = ""  #: what the cell printed (stdout and stderr)
 
 
 def _skip_reason(cell: Any) -> str | None:
@@ -1191,34 +1248,36 @@ def _brief_timing(original, **limits: float):
 
 
 @contextlib.contextmanager
-def stand_ins() -> Iterator[None]:
+def stand_ins(brief: bool = True) -> Iterator[None]:
     """What a run on the fake machine does instead of what it cannot do (with :func:`fake_cuda_machine`).
 
     Child processes are refused (:class:`ChildProcessRefused`: they would run real torch, without the fake);
     ``helpers.ddp.launch`` runs each rank alone in this process (:func:`launch_each_rank_alone`); the profiler's
     CUDA activity is refused (CUPTI needs a driver); ``torch.utils.benchmark``'s timers and the course's own
     synchronised blocks measure for a moment only (a fake kernel's time means nothing, and the whole check must
-    stay short).
+    stay short); ``brief=False`` leaves them as they are (a machine with a timing profile keeps GPU-like time).
     """
     from torch.utils.benchmark import Timer
 
     from helpers import benchmark, ddp
     from helpers.checks.patching import patched
 
+    briefly = [(Timer, "blocked_autorange", _brief_timing(Timer.blocked_autorange, min_run_time=0.01)),
+               (Timer, "adaptive_autorange", _brief_timing(Timer.adaptive_autorange, min_run_time=0.01,
+                                                           max_run_time=0.02)),
+               (benchmark, "measure_blocks", _brief_timing(benchmark.measure_blocks, min_run_time=0.01,
+                                                           max_run_time=0.02))]
     with patched([(subprocess, "Popen", _refuse_children("subprocess.Popen")),
                   (multiprocessing.process.BaseProcess, "start", _refuse_children("multiprocessing")),
                   (ddp, "launch", launch_each_rank_alone),
-                  (torch.profiler.profile, "start", _refuse_cuda_profiling(torch.profiler.profile.start)),
-                  (Timer, "blocked_autorange", _brief_timing(Timer.blocked_autorange, min_run_time=0.01)),
-                  (Timer, "adaptive_autorange", _brief_timing(Timer.adaptive_autorange, min_run_time=0.01,
-                                                              max_run_time=0.02)),
-                  (benchmark, "measure_blocks", _brief_timing(benchmark.measure_blocks, min_run_time=0.01,
-                                                                    max_run_time=0.02))]):
+                  (torch.profiler.profile, "start", _refuse_cuda_profiling(torch.profiler.profile.start))]
+                 + (briefly if brief else [])):
         yield
 
 
 def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: float = 2.0,
-              wall_seconds: float = 3.0, workdir: Any = None) -> tuple[list[CellRun], dict]:
+              wall_seconds: float = 3.0, workdir: Any = None, timing: Any = None,
+              brief: bool = True) -> tuple[list[CellRun], dict]:
     """Run notebook code cells in order, in one namespace, on a fake machine of ``count`` ``gpu``.
 
     Every cell runs, even after one stopped (a later cell that needs what a stopped one made stops too, with a
@@ -1227,7 +1286,9 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
     :func:`stand_ins`. Grade cells and cells with IPython magics are skipped (:func:`_skip_reason`). What a
     cell prints is kept out of the test's output; torch's settings, the environment and the working
     directory are put back afterwards. Each :class:`CellRun` keeps the streams, events and synchronisations
-    its cell made (``device_calls``: :func:`off_device` judges them).
+    its cell made (``device_calls``: :func:`off_device` judges them) and what it printed (``output``).
+    ``timing`` (a :class:`support.gpu_model.Profile`) gives the machine GPU-like time; ``brief=False`` then lets
+    the course's timers measure for as long as the cells ask (:func:`stand_ins`), as on a real GPU.
     Returns each cell's :class:`CellRun` and the namespace.
     """
     import matplotlib.pyplot as plt
@@ -1257,7 +1318,7 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
             os.chdir(workdir)
         # only __main__ is swapped (mock.patch.dict would also drop every module the cells import, on exit)
         sys.modules["__main__"] = main
-        with fake_cuda_machine(gpu, count) as machine, stand_ins(), warnings.catch_warnings():
+        with fake_cuda_machine(gpu, count, timing) as machine, stand_ins(brief), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for index, cell in enumerate(cells):
                 if cell.get("cell_type") != "code" or not cell["source"].strip():
@@ -1290,6 +1351,7 @@ def run_cells(cells: list[Any], gpu: GPU = H100, count: int = 1, cpu_seconds: fl
                 finally:
                     if len(runs) > before:
                         runs[-1].cell_id, runs[-1].device_calls = cell.get("id", ""), list(machine.device_calls)
+                        runs[-1].output = out.getvalue()
                     limit.disarm()
                     if limits:
                         signal.setitimer(signal.ITIMER_PROF, 0)

@@ -231,12 +231,32 @@ class Timeline:
         self.offset = 0.0  # virtual minus real seconds
         self.queue_end, self.busy = [0.0] * count, [0.0] * count
         self.launches = self.waits = 0
-        self._main = threading.main_thread()
+        self.inside = False  #: True while the fake machine's own code runs (:meth:`enter`)
+        self._entered = 0.0
         self._start = self.now()
 
     # ---------------------------------------------------------------- the clocks
     def now(self) -> float:
-        return _real_clock() + self.offset
+        """Virtual host seconds: the real clock plus the offset, the real clock held still while :attr:`inside`."""
+        return (self._entered if self.inside else _real_clock()) + self.offset
+
+    def free(self) -> bool:
+        """Whether the fake machine's code about to run should be taken off the clock: not already inside it,
+        and on the main thread (a helper thread's real time runs beside the main thread's, not in it)."""
+        return not self.inside and threading.current_thread() is threading.main_thread()
+
+    def enter(self) -> None:
+        """The fake machine's own code starts: the real clock is held still until :meth:`leave`.
+
+        What the modelled machine does meanwhile (a launch, a wait) still moves the virtual clock, so a kernel
+        queued here starts when the host really got to it, not after the fake tensors' bookkeeping.
+        """
+        self.inside, self._entered = True, _real_clock()
+
+    def leave(self) -> None:
+        """The fake machine's own code is done: its real time is taken back (no GPU machine spends it)."""
+        self.offset -= _real_clock() - self._entered
+        self.inside = False
 
     def now_ns(self) -> int:
         return int(self.now() * 1e9)
@@ -284,18 +304,8 @@ class Timeline:
         self._queue(index, max(self.profile.kernel_floor_s.value, seconds))
 
     # ---------------------------------------------------------------- one operator
-    def operator(self, func: Any, args: tuple, kwargs: dict, out: Any, start: float) -> None:
-        """Account for one operator whose fake run (and this accounting) began at real time ``start``.
-
-        The real seconds since ``start`` are taken back (no GPU machine pays for fake tensors' bookkeeping),
-        and what the operator costs on the modelled machine is added.
-        """
-        if threading.current_thread() is not self._main:
-            return  # a helper thread's real time runs beside the main thread's: nothing to take back
-        self._cost(func, args, kwargs, out)
-        self._host(start - _real_clock())
-
-    def _cost(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+    def operator(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """What one operator costs on the modelled machine (called between :meth:`enter` and :meth:`leave`)."""
         inputs, outputs = _tensors((args, kwargs)), _tensors(out)
         name = func.name()
         index_in, index_out = _cuda_index(inputs), _cuda_index(outputs)
@@ -304,6 +314,8 @@ class Timeline:
                        index=index_out if index_out is not None else index_in)
             return
         index = index_out if index_out is not None else index_in
+        if func.namespace in ("prim", "profiler"):
+            return  # a question about a tensor (its device), a profiler's mark: no work
         if name in _NO_KERNEL or getattr(func, "is_view", False):
             self._host(self.host.call_s)  # bookkeeping only, on either device
             return
