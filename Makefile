@@ -15,15 +15,16 @@ STUDENT ?=
 OUT ?=
 PYTEST_ARGS ?=
 
-.PHONY: help lab-instructor test test-all test-fast test-torch-floor release grade feedback export handout gpu-wheelhouse gpu-check
+.PHONY: help lab-instructor test test-all test-fast test-torch-floor gpu-sim release grade feedback export handout gpu-wheelhouse gpu-check
 
 help:
 	@echo "make lab       open the course in JupyterLab, learner view (sets up .venv first if needed)"
 	@echo "make lab-instructor  the same with the instructor view: Create Assignment and the formgrader"
 	@echo "make test      the unit and course tiers and every chapter under nbval (under 10 min; sets up .venv if needed)"
-	@echo "make test-all  every test: the above, then end to end (real nbgrader, Jupyter, browser, users), then load (CI)"
+	@echo "make test-all  every test: the above, then end to end (real nbgrader, Jupyter, browser, users), load, gpu-sim (CI)"
 	@echo "make test-fast the unit tier only (tests/unit: about a minute)"
 	@echo "make test-torch-floor  chapters and unit tests under the oldest torch pyproject.toml promises (a 2nd venv)"
+	@echo "make gpu-sim   every chapter and measure_* on a simulated H100 and T4 (GPU-like time; in the floor venv)"
 	@echo "make env       what this machine offers the course"
 	@echo "make release   regenerate every generated tree: notebooks/, the Korean catalogs, ko/solutions/, ko/notebooks/ (refuses to overwrite your edits)"
 	@echo "make grade     grade submitted/ [ASSIGNMENT=.. STUDENT=..]; prints a status table"
@@ -60,6 +61,7 @@ test: $(STAMP)
 test-all: $(STAMP) $(PROXY)
 	$(PY) -m pytest $(XDIST) -m "not load" $(PYTEST_ARGS)
 	$(PY) -m pytest -n 0 -m load $(PYTEST_ARGS)
+	$(MAKE) gpu-sim
 
 test-fast: $(STAMP)
 	$(PY) -m pytest $(XDIST) -m "not slow and not load" tests/unit $(PYTEST_ARGS)
@@ -79,12 +81,20 @@ FLOOR_STAMP := $(FLOOR_VENV)/.installed
 # raised "Backend doesn't support synchronizing all streams" in test_speed.py after it) would otherwise fail whichever
 # module xdist happens to put after it on the same worker.
 FAKE_CUDA_TESTS := tests/unit/helpers/test_cuda_branches.py
-FLOOR_PYTEST ?= $(XDIST) -m "not slow" solutions tests --ignore=tests/course/test_exercises.py --ignore=tests/course/test_release.py --ignore=$(FAKE_CUDA_TESTS)
+# tests/gpu_sim: the simulated H100 and T4 (`make gpu-sim`, part of `make test-all`), on the floor's CUDA build
+GPU_SIM_TESTS := tests/gpu_sim
+FLOOR_PYTEST ?= $(XDIST) -m "not slow" solutions tests --ignore=tests/course/test_exercises.py --ignore=tests/course/test_release.py --ignore=$(FAKE_CUDA_TESTS) --ignore=$(GPU_SIM_TESTS)
 
 $(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(STAMP)
 	@test -n "$(TORCH_FLOOR)" || { echo 'pyproject.toml has no "torch>=X" line to read the floor from' >&2; exit 1; }
 	bash .ci/floor-venv $(VENV) $(FLOOR_VENV) "torch==$(TORCH_FLOOR)"
 	@touch $(FLOOR_STAMP)
+
+# Every chapter and every measure_* on a simulated H100 and T4: fake CUDA tensors on GPU-like time (tests/support/
+# gpu_model.py), and what a real GPU should print there (tests/support/gpu_sim.py). It needs a CUDA build of torch,
+# so it runs in the floor venv; each chapter in a Python of its own. About 5 minutes on 2 cores.
+gpu-sim: $(FLOOR_STAMP)
+	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest $(XDIST) $(GPU_SIM_TESTS) $(PYTEST_ARGS)
 
 test-torch-floor: $(FLOOR_STAMP)
 	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest $(FLOOR_PYTEST) $(PYTEST_ARGS)

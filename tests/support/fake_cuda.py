@@ -366,6 +366,11 @@ class FakeEvent:
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
         if self.at is None or end.at is None:
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        timeline = _timeline()
+        if timeline is not None and not (timeline.done(0, self.at) and timeline.done(0, end.at)):
+            # CUDA's cudaEventElapsedTime answers cudaErrorNotReady while the work before an event has not run
+            raise RuntimeError("CUDA error: device not ready (an event was read before the GPU reached it: call "
+                               "end.synchronize() or torch.cuda.synchronize() first)")
         return (end.at - self.at) * 1000.0
 
 
@@ -942,6 +947,8 @@ def _timed_changes(timeline: Any) -> list[tuple[Any, str, Any]]:
     torch picks Timer's default clock when ``torch.utils.benchmark`` is imported: on a machine with an
     accelerator, one that calls ``torch.accelerator.synchronize()`` first. It was imported here before the fake
     machine existed, so a Timer made without ``timer=`` is given the clock it would have on a GPU machine.
+    ``GradScaler`` takes its step as when no gradient is inf: a fake tensor's ``.item()`` is a placeholder one,
+    which it would read as "inf found" and skip every step, so a timed fp16 step would do less work than a GPU's.
     """
     from torch.utils.benchmark import Timer
 
@@ -957,7 +964,12 @@ def _timed_changes(timeline: Any) -> list[tuple[Any, str, Any]]:
             kwargs["timer"] = clock
         original(self, *args, **kwargs)
 
-    return timeline.clocks() + [(Timer, "__init__", __init__)]
+    from torch.amp import GradScaler
+
+    def step_unless_inf(self: Any, optimizer: Any, optimizer_state: Any, *args: Any, **kwargs: Any) -> Any:
+        return optimizer.step(*args, **kwargs)  # a fake gradient has no value to be inf: the usual step is taken
+
+    return timeline.clocks() + [(Timer, "__init__", __init__), (GradScaler, "_maybe_opt_step", step_unless_inf)]
 
 
 @contextlib.contextmanager
