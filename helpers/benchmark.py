@@ -3,9 +3,15 @@
 Chapter 01 (why GPUs) teaches it; every later chapter measures through it.
 
 Built on :mod:`torch.utils.benchmark` rather than beside it: :func:`time_callable`
-hands the work to ``torch.utils.benchmark.Timer`` (adaptive block size, many
-blocks, median and interquartile range) and adds what a CPU-vs-GPU comparison
-needs on top:
+times blocks of calls with ``torch.utils.benchmark.Timer`` and judges them with
+its ``Measurement`` (median and interquartile range), and adds what a
+CPU-vs-GPU comparison needs on top:
+
+* its own block size (:func:`measure_blocks`): torch's ``blocked_autorange``
+  makes the clock a ten-thousandth of a block, which with a clock that
+  synchronises a GPU (microseconds) leaves one block and no spread (GPU
+  review 3, W1); here the clock may take 1 % of a block, and a measurement
+  has at least :data:`MIN_BLOCKS` blocks;
 
 * an explicit warm-up before anything is timed (first calls pay for lazy
   initialisation, allocation and caches);
@@ -382,7 +388,7 @@ def measure_blocks(timer: Any, clock: Callable[[], float], *, min_run_time: floa
 
 
 def _clock_cost(clock: Callable[[], float]) -> float:
-    """Seconds between two reads of ``clock`` with nothing between them: what one read costs (torch's ``_timeit(0)``)."""
+    """Seconds between two reads of ``clock`` with nothing between: what one read costs (torch's ``_timeit(0)``)."""
     start = clock()
     return clock() - start
 

@@ -117,8 +117,10 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
         "naive_attention": ("s", N_("softmax(q k^T / sqrt(d)) v written out, the same shapes and dtype")),
         "cudnn_benchmark_off": ("s", N_("Conv2d({conv_in}, {conv_out}, 3) on {conv_shape}, cudnn.benchmark off")),
         "cudnn_benchmark_on": ("s", N_("the same convolution, cudnn.benchmark on")),
-        "cudnn_benchmark_new_shape": ("s", N_("the first call on a new shape {new_conv_shape} with cudnn.benchmark "
-                                              "on: the algorithm search included")),
+        "cudnn_benchmark_new_shape_off": ("s", N_("the first call on a new shape {new_conv_shape} with cudnn.benchmark "
+                                                  "off: a plan from cuDNN's heuristics, no search")),
+        "cudnn_benchmark_new_shape": ("s", N_("the first call on the same new shape with cudnn.benchmark on: the "
+                                              "algorithm search included")),
     },
     "09_fast_step": {
         "peak_fp32": ("FLOP/s", N_("float32 matrix product, best of chapter 01's sweep (n = {peak_sizes}), on the GPU")),

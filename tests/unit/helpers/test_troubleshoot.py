@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from support.layout import no_child_left
+from helpers import benchmark as bench
 from helpers import troubleshoot as ts
 
 
@@ -343,6 +344,23 @@ def test_region_device_times_sum_the_calls_of_a_region():
         _x("backward", "user_annotation", 0, 100), _launch("k", 1, 10, 1), _device_work("k", 10, 7, 1),
         _x("backward", "user_annotation", 200, 100), _launch("k", 1, 210, 2), _device_work("k", 210, 3, 2)]}
     assert ts.region_device_times(trace, ["backward"]) == {"backward": pytest.approx(10e-6)}
+
+
+def test_region_device_timings_give_one_repeat_per_call_and_name_the_slowest_on_the_device():
+    """W3 (review 3): on a GPU a region's host span is how long it took to queue; its kernels' time is what it costs."""
+    steps = []
+    for step in range(5):
+        t = step * 1000
+        steps += [_x("data", "user_annotation", t, 300), _launch("k", 1, t + 10, 10 * step + 1),
+                  _device_work("copy", t + 10, 20, 10 * step + 1, "gpu_memcpy"),
+                  _x("forward", "user_annotation", t + 300, 30), _launch("k", 1, t + 305, 10 * step + 2),
+                  _device_work("sgemm", t + 310, 400 + step, 10 * step + 2)]
+    timings = ts.region_device_timings({"traceEvents": steps}, ["data", "forward", "backward"])
+    assert set(timings) == {"data", "forward"}  # backward never ran
+    assert len(timings["forward"].times) == 5 and timings["forward"].median == pytest.approx(402e-6)
+    host = ts.region_timings({"traceEvents": steps}, ["data", "forward"])
+    assert "data" in bench.describe_leader(list(host.values()), "slowest region", slowest=True).split(":")[0]
+    assert "forward" in bench.describe_leader(list(timings.values()), "slowest region", slowest=True).split(":")[0]
 
 
 def test_region_device_times_of_a_real_cpu_profile_are_zero(tmp_path):
