@@ -917,12 +917,39 @@ def _data_property() -> property:
 
 
 def _host_statistics() -> list[tuple[Any, str, Any]]:
-    """torch.utils.benchmark sums host clock readings with torch tensors: those stay real (they are not on a GPU)."""
+    """torch.utils.benchmark sums host clock readings with torch tensors: those stay real (they are not on a GPU),
+    and its block-size estimate takes its median without one (:func:`_estimate_block_size`)."""
+    from torch.utils.benchmark import Timer
     from torch.utils.benchmark.utils.common import Measurement
 
     figures = Measurement.significant_figures
     return [(Measurement, "_lazy_init", _real_tensors(Measurement._lazy_init)),
-            (Measurement, "significant_figures", property(_real_tensors(figures.fget)))]
+            (Measurement, "significant_figures", property(_real_tensors(figures.fget))),
+            (Timer, "_estimate_block_size", _estimate_block_size)]
+
+
+def _estimate_block_size(self: Any, min_run_time: float) -> int:
+    """torch's ``Timer._estimate_block_size`` (2.11 and 2.13 alike), its median taken in Python.
+
+    torch takes the median of the clock's cost with ``torch.tensor(...).median().item()``: on the fake machine
+    that tensor is fake and ``.item()`` a placeholder one, so the clock would seem to cost a second and every
+    block would grow past ``min_run_time``. The rest is torch's rule, unchanged.
+    """
+    import statistics
+
+    from torch.utils.benchmark.utils import common
+
+    with common.set_torch_threads(self._task_spec.num_threads):
+        overhead = statistics.median([self._timeit(0) for _ in range(5)])
+        number = 1
+        while True:
+            time_taken = self._timeit(number)
+            if overhead / time_taken <= 1e-4 and time_taken >= min_run_time / 1000:
+                break
+            if time_taken > min_run_time or number * 10 > 2147483647:
+                break
+            number *= 10
+    return number
 
 
 def _pinning():
