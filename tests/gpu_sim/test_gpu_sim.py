@@ -50,6 +50,14 @@ def test_every_gpu_check_measurement_measures_on_a_simulated_gpu(chapter, profil
     assert not problems, _report(problems, f"measure_{chapter[:2]} on the simulated {profile}")
 
 
+@pytest.mark.parametrize("profile", PROFILES)
+def test_chapter_09s_ladder_concludes_on_a_simulated_gpu(profile):
+    """The chapter's cell stops at its loader's worker processes on the fake machine; this climbs it in-process."""
+    rungs = gpu_sim.apart("ladder", "-", profile)
+    problems = gpu_sim.ladder_problems(profile, rungs)
+    assert not problems, _report(problems, f"chapter 09's ladder on the simulated {profile}")
+
+
 # --------------------------------------------------------------------------- it can fail
 
 

@@ -698,7 +698,7 @@ class _OrdinalCheckingMode(FakeTensorMode):
                 timeline.operator(func, args, kwargs or {}, out)
         finally:
             if outer:
-                timeline.leave()
+                timeline.leave(operator=True)
         return out
 
 
@@ -751,8 +751,16 @@ def _leaves(t: torch.Tensor) -> list[torch.Tensor]:
 
 
 def _fill_grads(tensors: Any) -> None:
-    """What the backward stand-in does: a zero gradient, on each leaf's own device, for every leaf reached."""
+    """What the backward stand-in does: a zero gradient, on each leaf's own device, for every leaf reached.
+
+    On a machine with a timing profile it also costs what a backward pass would (:meth:`Timeline.backward`).
+    """
     tensors = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    timeline = _timeline()
+    if timeline is not None:
+        cuda = next((t for t in tensors if t.device.type == "cuda"), None)
+        if cuda is not None:
+            timeline.backward(cuda.device.index or 0)
     for t in tensors:
         if t.requires_grad and t.grad_fn is None and t.grad is None:
             t.grad = torch.zeros_like(t)
@@ -1012,6 +1020,7 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1, timing: Any = None) -> It
     if not cuda_build():
         raise RuntimeError("fake_cuda_machine needs a CUDA build of torch: a CPU-only build cannot make CUDA tensors")
     from torch._subclasses import fake_tensor
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
     from helpers.checks.patching import patched
 
@@ -1045,10 +1054,18 @@ def fake_cuda_machine(gpu: GPU = H100, count: int = 1, timing: Any = None) -> It
         (T, "is_pinned", is_pinned),
         (T, "record_stream", _nothing),
     ] + (_timed_changes(machine.timeline) if machine.timeline is not None else [])
-    with patched(changes), mode, warnings.catch_warnings():
+    step_hook = (register_optimizer_step_post_hook(machine.timeline.optimizer_stepped)
+                 if machine.timeline is not None else None)
+    with patched(changes), mode, warnings.catch_warnings(), contextlib.ExitStack() as hooks:
+        if step_hook is not None:
+            hooks.callback(step_hook.remove)
         # helpers.memory keys storages by data pointer, which a fake tensor does not have (torch warns; it is 0)
         warnings.filterwarnings("ignore", "Accessing the data pointer of FakeTensor")
         _MACHINE[:] = [machine]
+        if machine.timeline is not None:
+            probe = torch.zeros(1, device="cuda")
+            machine.timeline.calibrate(lambda: probe.add_(1))
+            del probe
         try:
             yield machine
         finally:

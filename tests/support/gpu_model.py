@@ -232,13 +232,25 @@ class Timeline:
         self.queue_end, self.busy = [0.0] * count, [0.0] * count
         self.launches = self.waits = 0
         self.inside = False  #: True while the fake machine's own code runs (:meth:`enter`)
-        self._entered = 0.0
+        self._entered = self._last = self._gap = 0.0
+        self._left = _real_clock()
+        self.taken = 0.0  #: real seconds taken back so far
+        self.leftover = 0.0  #: real seconds a fake operator costs before :meth:`enter` (:meth:`calibrate`)
+        self._since_step = (list(self.busy), 0)  # device seconds and launches since the last optimizer step
         self._start = self.now()
 
     # ---------------------------------------------------------------- the clocks
     def now(self) -> float:
-        """Virtual host seconds: the real clock plus the offset, the real clock held still while :attr:`inside`."""
-        return (self._entered if self.inside else _real_clock()) + self.offset
+        """Virtual host seconds: the real clock plus the offset, the real clock held still while :attr:`inside`.
+
+        Never less than a reading before it (taking back :attr:`leftover` could otherwise step it back a little).
+        """
+        t = (self._entered if self.inside else _real_clock()) + self.offset
+        if t < self._last:  # the offset absorbs the difference, so a wait added next moves the clock by itself
+            self.offset += self._last - t
+            return self._last
+        self._last = t
+        return t
 
     def free(self) -> bool:
         """Whether the fake machine's code about to run should be taken off the clock: not already inside it,
@@ -252,11 +264,38 @@ class Timeline:
         queued here starts when the host really got to it, not after the fake tensors' bookkeeping.
         """
         self.inside, self._entered = True, _real_clock()
+        self._gap = self._entered - self._left  # real seconds since the fake machine's code last ran
 
-    def leave(self) -> None:
-        """The fake machine's own code is done: its real time is taken back (no GPU machine spends it)."""
-        self.offset -= _real_clock() - self._entered
+    def leave(self, operator: bool = False) -> None:
+        """The fake machine's own code is done: its real time is taken back (no GPU machine spends it), and for an
+        operator also :attr:`leftover`, what reaching the fake mode cost before :meth:`enter`."""
+        self._left = _real_clock()
+        spent = self._left - self._entered
+        self.taken += spent
+        # never more than passed since the last operator: the clock never runs backwards, nor stands still
+        self.offset -= spent + (min(self.leftover, self._gap) if operator else 0.0)
         self.inside = False
+
+    def calibrate(self, call: Any, rounds: int = 5, calls: int = 200) -> None:
+        """Measure :attr:`leftover`: the real seconds one fake operator costs outside :meth:`enter`/:meth:`leave`
+        (torch's C++ calling into Python, Dynamo's wrapper around the mode), beyond an empty Python call.
+
+        ``call()`` runs one operator on the fake machine. The least of ``rounds`` averages, so a moment of load
+        never makes the simulated host faster than the real one would be; afterwards the counters start again.
+        """
+        def per_call(fn: Any) -> float:
+            best = math.inf
+            for _ in range(rounds):
+                taken, start = self.taken, _real_clock()
+                for _ in range(calls):
+                    fn()
+                best = min(best, (_real_clock() - start - (self.taken - taken)) / calls)
+            return best
+
+        self.leftover = max(0.0, per_call(call) - per_call(lambda: None))
+        self.queue_end, self.busy = [max(self.queue_end)] * len(self.queue_end), [0.0] * len(self.busy)
+        self.launches = self.waits = 0
+        self._since_step = (list(self.busy), 0)
 
     def now_ns(self) -> int:
         return int(self.now() * 1e9)
@@ -291,7 +330,8 @@ class Timeline:
         return math.floor(at / step) * step
 
     def done(self, index: int, at: float) -> bool:
-        return self.now() >= at
+        """Whether the host's now is at or past ``at`` (a nanosecond's grace for the sums' rounding)."""
+        return self.now() >= at - 1e-9
 
     def _queue(self, index: int, seconds: float) -> None:
         start = max(self.queue_end[index], self.now())
@@ -345,6 +385,22 @@ class Timeline:
         self.wait_for(index)
         self._queue(index, nbytes / rate)
         self.wait_until(self.queue_end[index])
+
+    def optimizer_stepped(self, *args: Any) -> None:
+        """An optimizer step ended (a global post-hook): what comes next, up to a backward, is the forward pass."""
+        self._since_step = (list(self.busy), self.launches)
+
+    def backward(self, index: int) -> None:
+        """A backward pass, which the fake machine cannot run (its stand-in only fills zero gradients): it costs
+        twice the forward's device work since the last optimizer step (the rule of thumb of two products per
+        product, Kaplan et al. 2020), and the host waits while autograd's thread launches twice the forward's
+        kernels, as ``loss.backward()`` does."""
+        busy, launches = self._since_step
+        forward_s, forward_launches = self.busy[index] - busy[index], self.launches - launches
+        self.launches += 2 * forward_launches
+        self._host(2 * forward_launches * self.profile.launch_s.value)
+        self._queue(index, 2 * forward_s)
+        self._since_step = (list(self.busy), self.launches)
 
     def utilisation(self, index: int = 0) -> float:
         """The share of virtual time GPU ``index`` was busy, since the timeline began."""

@@ -24,8 +24,8 @@ from typing import Any
 
 from support.layout import ROOT
 
-__all__ = ["ALLOWED_FEW_REPEATS", "CHAPTER_EXPECTATIONS", "PLANTS", "apart", "chapter_problems", "measure_problems",
-           "model_problems"]
+__all__ = ["ALLOWED_FEW_REPEATS", "CHAPTER_EXPECTATIONS", "PLANTS", "apart", "chapter_problems", "ladder_problems",
+           "measure_problems", "model_problems"]
 
 #: Planted regressions: name -> what it breaks (for the messages)
 PLANTS = {
@@ -126,6 +126,53 @@ def run_measure(chapter: str, profile_name: str, plant: str | None = None) -> di
             "skipped": skipped}
 
 
+def run_ladder(profile_name: str, plant: str | None = None) -> list[dict]:
+    """Chapter 09's ladder at its GPU workload, as its cell climbs it, each rung judged against the one below.
+
+    Without the compiled rung (Dynamo cannot trace fake tensors) and with the loader in the main process
+    (a worker is a child process, which the fake machine refuses): the chapter's cell stops at its loader.
+    """
+    import torch
+
+    from helpers import amp, ladder
+    from helpers import benchmark as bench
+    from helpers.results import WORKLOADS
+    from support import fake_cuda as fc
+
+    gpu, profile = _machine(profile_name, plant)
+    _plant(plant)
+    w = WORKLOADS["09_fast_step"]
+    with fc.fake_cuda_machine(gpu, 1, profile), fc.stand_ins(brief=False):
+        device = torch.device("cuda", 0)
+        rungs = [r for r in ladder.ladder(amp.pick_dtype(device)) if not r.compiled]
+        data = ladder.make_data(w["batch"] * w["steps"], w["tokens"], w["dim"])
+        runs = ladder.climb(rungs, data, device, batch=w["batch"], dim=w["dim"], repeats=9, workers=0)
+        report = []
+        for below, run in zip([None, *runs], runs):
+            verdict = bench.compare(run.timing, below.timing) if below else None
+            report.append({"rung": run.rung.name, "median": run.timing.median, "repeats": len(run.timing.times),
+                           "faster": verdict is not None and verdict.faster is run.timing,
+                           "known": verdict is None or verdict.known,
+                           "sentence": verdict.sentence() if verdict else run.timing.summary()})
+    return report
+
+
+def ladder_problems(profile_name: str, rungs: list[dict]) -> list[str]:
+    """What chapter 09's ladder would conclude on a real GPU that the simulated one did not.
+
+    Every rung measured often enough to judge, and 16-bit autocast on tensor cores beats float32 (bf16 on an
+    H100, fp16 on a T4). Not judged, because the model cannot say (docs/STACK_NOTES.md): the sync-free and fed
+    rungs (what they save is host work, the loader's page faults and pageable copies, which the simulation
+    runs in this process at this CPU's measured rates), fused AdamW and SDPA (a kernel the fake machine lacks).
+    """
+    problems = [f"{r['rung']}: {r['sentence']}" for r in rungs if not r["known"]]
+    by_name = {r["rung"]: r for r in rungs}
+    for rung, why in (("autocast", "16-bit tensor cores"),):
+        if rung in by_name and not by_name[rung]["faster"]:
+            problems.append(f"the {rung} rung should be faster than the one below ({why}): {by_name[rung]['sentence']}")
+    return problems
+
+
 def run_model(profile_name: str, plant: str | None = None) -> dict:
     """What the simulated machine itself does, measured the way a program would (:func:`model_problems` judges)."""
     import statistics
@@ -171,13 +218,15 @@ def run_model(profile_name: str, plant: str | None = None) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m support.gpu_sim {chapter|measure|model} NAME PROFILE OUT.json [PLANT]`` (run by :func:`apart`)."""
+    """``python -m support.gpu_sim {chapter|measure|ladder|model} NAME PROFILE OUT.json [PLANT]`` (:func:`apart`)."""
     kind, name, profile_name, out = argv[:4]
     plant = argv[4] if len(argv) > 4 else None
     if kind == "chapter":
         report: Any = run_chapter(name, profile_name, plant)
     elif kind == "measure":
         report = run_measure(name, profile_name, plant)
+    elif kind == "ladder":
+        report = run_ladder(profile_name, plant)
     else:
         report = run_model(profile_name, plant)
     Path(out).write_text(json.dumps(report))
