@@ -33,8 +33,8 @@ def test_the_simulated_gpu_keeps_gpu_like_time(profile):
     assert not problems, _report(problems, f"the simulated {profile}")
 
 
-@pytest.mark.parametrize("chapter", chapters())
 @pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("chapter", chapters())  # the chapter first in the id: one xdist scope per chapter
 def test_every_chapter_concludes_on_a_simulated_gpu_as_on_a_real_one(chapter, profile):
     cells = gpu_sim.apart("chapter", chapter, profile)
     assert cells, f"{chapter} ran no cell"
@@ -42,8 +42,8 @@ def test_every_chapter_concludes_on_a_simulated_gpu_as_on_a_real_one(chapter, pr
     assert not problems, _report(problems, f"{chapter} on the simulated {profile}")
 
 
-@pytest.mark.parametrize("chapter", MEASURED)
 @pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("chapter", MEASURED)
 def test_every_gpu_check_measurement_measures_on_a_simulated_gpu(chapter, profile):
     report = gpu_sim.apart("measure", chapter, profile)
     problems = gpu_sim.measure_problems(chapter, profile, report)
