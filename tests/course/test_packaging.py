@@ -87,15 +87,19 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_make_test_all_runs_every_tier_and_make_test_the_fast_ones():
-    """The tiers are folders; `make test` leaves out only the end-to-end tier, slow tests and load."""
+    """The tiers are folders; `make test` leaves out only the end-to-end tier, the simulated GPU, slow tests and
+    load; `make test-all` ends with `make gpu-sim`, which runs tests/gpu_sim in the floor venv (a CUDA build)."""
     make = (ROOT / "Makefile").read_text()
     fast = re.search(r"^test: .*\n\t(.*)$", make, flags=re.M).group(1)
-    assert "tests/unit tests/course solutions" in fast and "e2e" not in fast
-    every = re.search(r"^test-all: .*\n\t(.*)\n\t(.*)$", make, flags=re.M)
+    assert "tests/unit tests/course solutions" in fast and "e2e" not in fast and "gpu_sim" not in fast
+    every = re.search(r"^test-all: .*\n\t(.*)\n\t(.*)\n\t(.*)$", make, flags=re.M)
     assert '-m "not load"' in every.group(1) and "tests/" not in every.group(1)  # testpaths: everything
-    assert "-m load" in every.group(2)
+    assert "-m load" in every.group(2) and every.group(3) == "$(MAKE) gpu-sim"
+    gpu_sim = re.search(r"^gpu-sim: .*\n\t(.*)$", make, flags=re.M).group(1)
+    assert "$(FLOOR_VENV)/bin/python" in gpu_sim and "$(GPU_SIM_TESTS)" in gpu_sim
+    assert re.search(r"^GPU_SIM_TESTS := tests/gpu_sim$", make, flags=re.M)
     assert {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith("__")} == {
-        "unit", "course", "e2e", "support", "bench", "submissions"}
+        "unit", "course", "e2e", "gpu_sim", "support", "bench", "submissions"}
 
 
 @pytest.mark.slow
