@@ -86,8 +86,6 @@ from support.cell_runner import torch_settings as _torch_settings
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._pytree import tree_leaves
 
-_real_clock = time.perf_counter  # read before a simulated machine makes time.perf_counter virtual
-
 __all__ = ["GPU", "H100", "T4", "CellLimit", "CellRun", "CellTimedOut", "ChildProcessRefused", "DeviceCall",
            "FakeAllocator", "NeedsRealGPU", "alone_in_a_group", "cuda_build", "fake_cuda_machine", "is_mismatch",
            "launch_each_rank_alone", "off_device", "run_cells", "stand_ins", "stop_reason"]

@@ -14,8 +14,9 @@ keeps a :class:`Timeline`:
 * ``torch.cuda.Event.record`` reads the device's clock where the queue has got to, rounded to the event
   resolution;
 * the host's clocks (``time.perf_counter``, ``timeit.default_timer``, ``time.monotonic``) read *virtual* time:
-  the real time, minus what the fake tensors' own bookkeeping cost (a real GPU machine does not pay it), plus
-  the launches, the waits and the modelled CPU work.
+  the main thread's CPU time (so a machine busy with other programs slows nothing down), minus what the fake
+  tensors' own bookkeeping cost (a real GPU machine does not pay it), plus the launches, the waits, the
+  modelled CPU work and what ``time.sleep`` was asked for.
 
 Operators on CPU tensors are fake too on this machine (they have no values), so they cost what this
 machine's CPU would take: :class:`HostProfile` is *measured* once per process, on real tensors, before the
@@ -42,6 +43,11 @@ from torch.utils._pytree import tree_leaves
 __all__ = ["H100_SXM", "PROFILES", "T4", "HostProfile", "Profile", "Timeline", "measure_host"]
 
 _real_clock = time.perf_counter  # the real clock, read before any simulation patches time.perf_counter
+#: What the virtual host clock counts: the main thread's CPU time. Not the wall clock, so that a machine busy
+#: with other programs (a grader, CI with every core taken) slows nothing that the simulated machine reports:
+#: time the process spends descheduled is no time its host spent working (``time.sleep`` is added by hand).
+_host_clock = time.thread_time
+_real_sleep = time.sleep
 
 TB, GB = 1e12, 1e9
 
@@ -233,7 +239,7 @@ class Timeline:
         self.launches = self.waits = 0
         self.inside = False  #: True while the fake machine's own code runs (:meth:`enter`)
         self._entered = self._last = self._gap = 0.0
-        self._left = _real_clock()
+        self._left = _host_clock()
         self.taken = 0.0  #: real seconds taken back so far
         self.leftover = 0.0  #: real seconds a fake operator costs before :meth:`enter` (:meth:`calibrate`)
         self._since_step = (list(self.busy), 0)  # device seconds and launches since the last optimizer step
@@ -241,11 +247,12 @@ class Timeline:
 
     # ---------------------------------------------------------------- the clocks
     def now(self) -> float:
-        """Virtual host seconds: the real clock plus the offset, the real clock held still while :attr:`inside`.
+        """Virtual host seconds: the main thread's CPU time (:data:`_host_clock`) plus the offset, held still while
+        :attr:`inside`.
 
         Never less than a reading before it (taking back :attr:`leftover` could otherwise step it back a little).
         """
-        t = (self._entered if self.inside else _real_clock()) + self.offset
+        t = (self._entered if self.inside else _host_clock()) + self.offset
         if t < self._last:  # the offset absorbs the difference, so a wait added next moves the clock by itself
             self.offset += self._last - t
             return self._last
@@ -263,13 +270,13 @@ class Timeline:
         What the modelled machine does meanwhile (a launch, a wait) still moves the virtual clock, so a kernel
         queued here starts when the host really got to it, not after the fake tensors' bookkeeping.
         """
-        self.inside, self._entered = True, _real_clock()
+        self.inside, self._entered = True, _host_clock()
         self._gap = self._entered - self._left  # real seconds since the fake machine's code last ran
 
     def leave(self, operator: bool = False) -> None:
         """The fake machine's own code is done: its real time is taken back (no GPU machine spends it), and for an
         operator also :attr:`leftover`, what reaching the fake mode cost before :meth:`enter`."""
-        self._left = _real_clock()
+        self._left = _host_clock()
         spent = self._left - self._entered
         self.taken += spent
         # never more than passed since the last operator: the clock never runs backwards, nor stands still
@@ -286,10 +293,10 @@ class Timeline:
         def per_call(fn: Any) -> float:
             best = math.inf
             for _ in range(rounds):
-                taken, start = self.taken, _real_clock()
+                taken, start = self.taken, _host_clock()
                 for _ in range(calls):
                     fn()
-                best = min(best, (_real_clock() - start - (self.taken - taken)) / calls)
+                best = min(best, (_host_clock() - start - (self.taken - taken)) / calls)
             return best
 
         self.leftover = max(0.0, per_call(call) - per_call(lambda: None))
@@ -301,9 +308,17 @@ class Timeline:
         return int(self.now() * 1e9)
 
     def clocks(self) -> list[tuple[Any, str, Any]]:
-        """(owner, attribute, replacement) for every host clock a program reads, for ``helpers.checks.patching``."""
+        """(owner, attribute, replacement) for every host clock a program reads, and ``time.sleep``, for
+        ``helpers.checks.patching``."""
         return [(time, "perf_counter", self.now), (time, "monotonic", self.now), (timeit, "default_timer", self.now),
-                (time, "perf_counter_ns", self.now_ns), (time, "monotonic_ns", self.now_ns)]
+                (time, "perf_counter_ns", self.now_ns), (time, "monotonic_ns", self.now_ns), (time, "sleep", self.sleep)]
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep``: it really sleeps (a loop may poll another thread), and on the main thread the virtual
+        clock moves by ``seconds``, which its CPU time does not count (a dataset's modelled per-item cost)."""
+        _real_sleep(seconds)
+        if threading.current_thread() is threading.main_thread() and seconds > 0:
+            self._host(seconds)
 
     def _host(self, seconds: float) -> None:
         self.offset += seconds
