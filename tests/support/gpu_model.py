@@ -234,7 +234,7 @@ class Timeline:
 
     def __init__(self, profile: Profile, count: int = 1, host: HostProfile | None = None) -> None:
         self.profile, self.host = profile, host or measure_host()
-        self.offset = 0.0  # virtual minus real seconds
+        self.offset = 0.0  # virtual seconds minus the host clock's
         self.queue_end, self.busy = [0.0] * count, [0.0] * count
         self.launches = self.waits = 0
         self.inside = False  #: True while the fake machine's own code runs (:meth:`enter`)
@@ -243,7 +243,6 @@ class Timeline:
         self.taken = 0.0  #: real seconds taken back so far
         self.leftover = 0.0  #: real seconds a fake operator costs before :meth:`enter` (:meth:`calibrate`)
         self._since_step = (list(self.busy), 0)  # device seconds and launches since the last optimizer step
-        self._start = self.now()
 
     # ---------------------------------------------------------------- the clocks
     def now(self) -> float:
@@ -417,10 +416,6 @@ class Timeline:
         self._queue(index, 2 * forward_s)
         self._since_step = (list(self.busy), self.launches)
 
-    def utilisation(self, index: int = 0) -> float:
-        """The share of virtual time GPU ``index`` was busy, since the timeline began."""
-        return self.busy[index] / max(self.now() - self._start, 1e-12)
-
 
 @functools.cache
 def _matmul_ops() -> frozenset:
@@ -433,4 +428,4 @@ def _tf32_allowed(func: Any) -> bool:
     """Whether a float32 product or convolution may use TF32 tensor cores, by torch's own switches."""
     if "conv" in func.name():
         return bool(torch.backends.cudnn.allow_tf32)
-    return torch.get_float32_matmul_precision() != "highest"
+    return bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest"
