@@ -77,10 +77,6 @@ class Profile:
     sync_s: Figure  #: host seconds a synchronize costs on top of waiting for the queue
     event_resolution_s: Figure  #: the resolution of an event's timestamp
 
-    def figures(self) -> dict[str, Figure]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if isinstance(getattr(self, f.name),
-                                                                                              Figure)}
-
     def matmul_rate(self, dtype: torch.dtype, tf32_allowed: bool) -> float:
         """The peak FLOP/s a matrix product (or a convolution) of ``dtype`` runs at."""
         if dtype == torch.bfloat16:
@@ -236,7 +232,7 @@ class Timeline:
         self.profile, self.host = profile, host or measure_host()
         self.offset = 0.0  # virtual seconds minus the host clock's
         self.queue_end, self.busy = [0.0] * count, [0.0] * count
-        self.launches = self.waits = 0
+        self.launches = 0
         self.inside = False  #: True while the fake machine's own code runs (:meth:`enter`)
         self._entered = self._last = self._gap = 0.0
         self._left = _host_clock()
@@ -300,7 +296,7 @@ class Timeline:
 
         self.leftover = max(0.0, per_call(call) - per_call(lambda: None))
         self.queue_end, self.busy = [max(self.queue_end)] * len(self.queue_end), [0.0] * len(self.busy)
-        self.launches = self.waits = 0
+        self.launches = 0
         self._since_step = (list(self.busy), 0)
 
     def now_ns(self) -> int:
@@ -325,7 +321,6 @@ class Timeline:
     # ---------------------------------------------------------------- the device
     def wait_for(self, index: int) -> None:
         """The host waits until GPU ``index`` has finished its queue (a synchronize, a value read back)."""
-        self.waits += 1
         self._host(self.profile.sync_s.value)
         late = self.queue_end[index] - self.now()
         if late > 0:

@@ -12,6 +12,7 @@ back into ``bench.time_callable`` (review 3, W1), ``free_sync`` makes the simula
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +73,13 @@ CHAPTER_EXPECTATIONS: dict[str, list[tuple[str, str | None, str, str]]] = {
 
 
 def _machine(profile_name: str, plant: str | None) -> tuple[Any, Any]:
+    """The fake GPU and the timing profile for ``profile_name``, with ``plant`` (:data:`PLANTS`) put in."""
     from support import fake_cuda as fc
     from support import gpu_model as gm
 
     profile = gm.PROFILES[profile_name]
     if plant == "free_sync":
         profile = dataclasses.replace(profile, sync_s=gm.Figure(0.0, "planted: free"))
-    return {"H100": fc.H100, "T4": fc.T4}[profile_name], profile
-
-
-def _plant(plant: str | None) -> None:
     if plant == "w1_reverted":
         from helpers import benchmark
 
@@ -90,6 +89,19 @@ def _plant(plant: str | None) -> None:
             return timer.blocked_autorange(min_run_time=min_run_time)
 
         benchmark.measure_blocks = torchs_own
+    return {"H100": fc.H100, "T4": fc.T4}[profile_name], profile
+
+
+@contextlib.contextmanager
+def _simulated(profile_name: str, plant: str | None) -> Iterator[Any]:
+    """One simulated GPU, its timers unbriefed, as ``make gpu-check`` would meet a real one: yields ``cuda:0``."""
+    import torch
+
+    from support import fake_cuda as fc
+
+    gpu, profile = _machine(profile_name, plant)
+    with fc.fake_cuda_machine(gpu, 1, profile), fc.stand_ins(brief=False):
+        yield torch.device("cuda", 0)
 
 
 def run_chapter(chapter: str, profile_name: str, plant: str | None = None) -> list[dict]:
@@ -98,7 +110,6 @@ def run_chapter(chapter: str, profile_name: str, plant: str | None = None) -> li
     from support.layout import load, solution_path
 
     gpu, profile = _machine(profile_name, plant)
-    _plant(plant)
     path = solution_path(chapter)
     runs, _ = fc.run_cells(load(path).cells, gpu, 1, cpu_seconds=60, wall_seconds=90, workdir=str(path.parent),
                            timing=profile, brief=False)
@@ -113,16 +124,12 @@ MEASURE_KWARGS = {"08_speed": {"trace": False, "compiled": False}, "09_fast_step
 
 def run_measure(chapter: str, profile_name: str, plant: str | None = None) -> dict:
     """``chapter``'s ``measure_*`` on the simulated GPU, as ``make gpu-check`` calls it: its figures and skips."""
-    import torch
-
     from course_tools.gpu_check import measure
     from support import fake_cuda as fc
 
-    gpu, profile = _machine(profile_name, plant)
-    _plant(plant)
-    with fc.fake_cuda_machine(gpu, 1, profile), fc.stand_ins(brief=False):
+    with _simulated(profile_name, plant) as device:
         try:
-            figures, skipped = measure.MEASURES[chapter](torch.device("cuda", 0), **MEASURE_KWARGS.get(chapter, {}))
+            figures, skipped = measure.MEASURES[chapter](device, **MEASURE_KWARGS.get(chapter, {}))
         except fc.ChildProcessRefused as err:  # measure_07's device-side assert runs in a child process
             return {"figures": {}, "skipped": {}, "stopped": f"needs a child process, which runs no fake GPU: {err}"}
     return {"figures": {k: v if isinstance(v, (int, float, str)) else str(v) for k, v in figures.items()},
@@ -135,18 +142,12 @@ def run_ladder(profile_name: str, plant: str | None = None) -> list[dict]:
     Without the compiled rung (Dynamo cannot trace fake tensors) and with the loader in the main process
     (a worker is a child process, which the fake machine refuses): the chapter's cell stops at its loader.
     """
-    import torch
-
     from helpers import amp, ladder
     from helpers import benchmark as bench
     from helpers.results import WORKLOADS
-    from support import fake_cuda as fc
 
-    gpu, profile = _machine(profile_name, plant)
-    _plant(plant)
     w = WORKLOADS["09_fast_step"]
-    with fc.fake_cuda_machine(gpu, 1, profile), fc.stand_ins(brief=False):
-        device = torch.device("cuda", 0)
+    with _simulated(profile_name, plant) as device:
         rungs = [r for r in ladder.ladder(amp.pick_dtype(device)) if not r.compiled]
         data = ladder.make_data(w["batch"] * w["steps"], w["tokens"], w["dim"])
         runs = ladder.climb(rungs, data, device, batch=w["batch"], dim=w["dim"], repeats=9, workers=0)
@@ -183,10 +184,7 @@ def run_model(profile_name: str, plant: str | None = None) -> dict:
 
     import torch
 
-    from support import fake_cuda as fc
-
-    gpu, profile = _machine(profile_name, plant)
-    with fc.fake_cuda_machine(gpu, 1, profile):
+    with _simulated(profile_name, plant):
         def host(fn: Any, repeats: int = 21, least: bool = False) -> float:
             """The host's time for one call, the GPU idle before it: the median, or the least (a floor: the
             simulated part of a cost is exact, and what the real Python around it adds only ever adds)."""
