@@ -30,7 +30,7 @@ from traitlets.config import Configurable
 from course_tools.grading.course import Course
 from course_tools.grading.class_level.scores import submission_scores
 from course_tools.grading.class_level.collect import load_refusals
-from course_tools.grading.class_level.status import MISSING, NOT_GRADED, REFUSED, REFUSED_NOTE
+from course_tools.grading.class_level.status import MISSING, NOT_GRADED, REDATED_NOTE, REFUSED, REFUSED_NOTE
 
 __all__ = ["CSV_COLUMNS", "Deadlines", "rows", "format_table", "write_csv"]
 
@@ -69,11 +69,18 @@ def _fmt(when) -> str:
 
 
 def _refused(course: Course) -> dict[tuple[str, str], str]:
-    """(student, assignment) -> what collect refused in that student's name, and why (newest folder first)."""
-    found: dict[tuple[str, str], list[str]] = {}
+    """(student, assignment) -> what collect refused or re-dated in that student's name, and why (newest first).
+
+    A re-dated submission was collected (as arriving when the exchange saw it, not when its name says): its note
+    says so without ``refused at collect``, so the row's status stays what grading found.
+    """
+    found: dict[tuple[str, str], dict[str, list[str]]] = {}
     for r in sorted(load_refusals(course.autograded_dir), key=lambda r: r["folder"], reverse=True):
-        found.setdefault((r["student"], r["assignment"]), []).append(f"{r['folder']}: {r['reason']}")
-    return {key: f"{REFUSED_NOTE}: " + "; ".join(reasons) for key, reasons in found.items()}
+        kinds = found.setdefault((r["student"], r["assignment"]), {})
+        kinds.setdefault(r["kind"], []).append(f"{r['folder']}: {r['reason']}")
+    notes = {"refused": REFUSED_NOTE, "re-dated": REDATED_NOTE}
+    return {key: "; ".join(f"{notes.get(kind, kind)}: " + "; ".join(reasons) for kind, reasons in sorted(kinds.items()))
+            for key, kinds in found.items()}
 
 
 def _with_note(detail: str, note: str) -> str:
@@ -86,7 +93,7 @@ def _record(course, gb, stored, submitted, people, in_gradebook, sid, name, refu
         if (sid, name) in submitted:
             return {"status": NOT_GRADED, "score": None, "max_score": None,
                     "detail": _with_note("submitted; run grade", refused)}
-        if refused:
+        if REFUSED_NOTE in refused:
             return {"status": REFUSED, "score": None, "max_score": None, "detail": refused}
         if sid in people and name in in_gradebook:
             return {"status": MISSING, "score": None, "max_score": None, "detail": "nothing submitted"}
@@ -158,7 +165,8 @@ def format_table(table: list[dict]) -> str:
     for s in students:
         lines.append("  ".join(v.ljust(w) for v, w in zip([s, *(cells.get((s, a), "") for a in assignments)], widths)))
     notes = [f"  {r['student_id']}/{r['assignment']}: {r['status']}: {r['detail']}" for r in table
-             if r["detail"] and (r["status"] not in (MISSING, NOT_GRADED) or REFUSED_NOTE in r["detail"])]
+             if r["detail"] and (r["status"] not in (MISSING, NOT_GRADED) or REFUSED_NOTE in r["detail"]
+                                 or REDATED_NOTE in r["detail"])]
     if notes:
         lines += ["", "details:", *notes]
     return "\n".join(lines)
@@ -178,7 +186,8 @@ def write_csv(course: Course, path: Path) -> int:
     """Write every row to ``path`` (replaced, never appended); return the number of rows."""
     table = rows(course)
     exercises = exercise_columns(course)
-    with open(path, "w", newline="") as fh:
+    # UTF-8 whatever the locale (Korean names); every learner-chosen name in it is already escaped (shown.py)
+    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + exercises)
         writer.writeheader()
         for row in table:

@@ -77,6 +77,7 @@ MISSING = "missing"
 NOT_GRADED = "not graded"
 REFUSED = "refused"
 REFUSED_NOTE = "refused at collect"
+REDATED_NOTE = "re-dated at collect"
 
 
 @dataclass

@@ -13,7 +13,8 @@ from datetime import datetime
 import pytest
 
 from conftest import ROOT_SKIP_REASON
-from course_tools.grading.class_level.collect import Refusal, Refused, check_submission, copy_own_tree, load_refusals, save_refusals
+from course_tools.grading.class_level.collect import (Checked, Refusal, Refused, check_submission, copy_own_tree,
+                                                      load_refusals, save_refusals, submission_time)
 
 ME = __import__("pwd").getpwuid(os.getuid()).pw_name
 NOW = datetime(2026, 12, 4, 12, 0, 0)
@@ -25,6 +26,7 @@ def submission(tmp_path, stamp: str = STAMP, written: str | None = None):
     folder.mkdir()
     (folder / "02_devices.ipynb").write_text("{}")
     (folder / "timestamp.txt").write_text(stamp if written is None else written)
+    (folder / "submission_secret.txt").write_text("f00d" * 32)
     return folder
 
 
@@ -168,3 +170,83 @@ def test_a_new_collect_of_an_assignment_replaces_its_old_refusals(tmp_path):
     assert sorted(r["folder"] for r in load_refusals(tmp_path)) == ["alice+02_devices+a", "bob+03_memory+c"]
     save_refusals(tmp_path, [], "02_devices")
     assert [r["folder"] for r in load_refusals(tmp_path)] == ["bob+03_memory+c"]
+
+
+def test_a_submission_without_its_feedback_secret_is_refused(tmp_path):
+    folder = submission(tmp_path)
+    (folder / "submission_secret.txt").unlink()
+    assert "no submission_secret.txt" in refusal(folder)
+
+
+def _returns_within(seconds: float, call) -> object:
+    """``call()``'s result, failing (not hanging) if it blocks: a FIFO opened the wrong way never returns."""
+    import threading
+
+    out = {}
+    worker = threading.Thread(target=lambda: out.setdefault("value", _outcome(call)), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "blocked: collect would stall the whole class here"
+    return out["value"]
+
+
+def _outcome(call):
+    try:
+        return call()
+    except Refused as err:
+        return err
+
+
+def test_timestamp_txt_swapped_for_a_link_to_a_fifo_after_the_check_blocks_nothing(tmp_path):
+    from course_tools.grading.class_level.collect import _read_small
+
+    folder = submission(tmp_path)
+    os.mkfifo(tmp_path / "pipe")
+    (folder / "timestamp.txt").unlink()
+    (folder / "timestamp.txt").symlink_to(tmp_path / "pipe")  # what a learner swaps in between the walk and the read
+    assert "cannot be opened" in str(_returns_within(10, lambda: _read_small(str(folder), "timestamp.txt", None, ME)))
+    (folder / "timestamp.txt").unlink()
+    os.mkfifo(folder / "timestamp.txt")  # the FIFO itself
+    assert "not a regular file" in str(_returns_within(10, lambda: _read_small(str(folder), "timestamp.txt", None, ME)))
+
+
+def test_more_entries_than_the_limit_are_refused_however_small(tmp_path):
+    folder = submission(tmp_path)
+    for n in range(30):
+        (folder / f"empty-{n}").touch()
+    check_submission(str(folder), ME, STAMP, now=NOW, max_entries=40)
+    with pytest.raises(Refused, match="more than 20 files and folders"):
+        check_submission(str(folder), ME, STAMP, now=NOW, max_entries=20)
+
+
+def test_a_folder_made_after_the_due_date_but_named_before_it_is_late(tmp_path):
+    from datetime import timedelta, timezone
+
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    stamp = (now - timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    checked = check_submission(str(submission(tmp_path, stamp)), ME, stamp)  # made now, named 10 minutes ago
+    assert checked.arrived >= now - timedelta(seconds=5) > checked.claimed
+    due = now - timedelta(minutes=5)
+    assert submission_time(checked, due) == checked.arrived > due, "back-dated past the due date, still on time"
+
+
+def test_the_time_graded_is_the_names_unless_the_exchange_saw_it_later():
+    at = datetime(2026, 12, 4, 12, 0, 0)
+    second = timedelta_s = __import__("datetime").timedelta(seconds=1)
+    honest = Checked(at, at + 3 * second)  # nbgrader names the folder, then copies for a few seconds
+    assert submission_time(honest, None) == at
+    assert submission_time(honest, at + 10 * second) == at  # arrived before the due date
+    assert submission_time(honest, at + 2 * second) == at + 3 * second  # finished arriving after it: late is late
+    backdated = Checked(at, at + 600 * timedelta_s)
+    assert submission_time(backdated, None) == at + 600 * second  # named ten minutes before it arrived
+
+
+def test_names_a_learner_chose_are_shown_escaped_and_export_safely(tmp_path):
+    raw = "mallory+02_devices+2026\udcff\x1b[2K\rok\u202e"
+    save_refusals(tmp_path, [Refusal("mallory\x07", "02_devices", raw, "a symbolic link", "now")])
+    (shown,) = load_refusals(tmp_path)
+    assert shown["folder"] == "mallory+02_devices+2026\\xff\\x1b[2K\\x0dok\\u202e" and shown["student"] == "mallory\\x07"
+    assert shown["kind"] == "refused"
+    for value in shown.values():
+        value.encode("utf-8")  # a CSV or a terminal takes it whole
+        assert value.isprintable(), value
