@@ -3,9 +3,12 @@
     secure --exchange DIR --instructor LOGIN --course ID=DIR [--course ID=DIR] --learners LOGIN...
            [--graders-group GROUP]       as root: the sticky exchange root, the course ids' exchange folders
                                          made by the instructor, the private course folders and homes
-    check  (the same arguments)          what is not as `secure` makes it; exit 1 if anything
-    hub    --settings FILE [--dry-run]   start JupyterHub for the class (course_tools/classroom/hub.py);
-                                         --dry-run prints the generated config instead
+    check  (the same arguments) [--also PATH...]
+                                         what is not as `secure` makes it, and every solution a learner can
+                                         read on the course paths (exposure.py); exit 1 if anything
+    hub    --settings FILE [--dry-run|--check]   start JupyterHub for the class (course_tools/classroom/hub.py);
+                                         --dry-run prints the generated config instead; --check only searches
+                                         what learners would be given for solutions they can read
     z2jh   --settings FILE [--out F]     Zero to JupyterHub values for the class (Kubernetes), checked
                                          against the chart's schema (course_tools/classroom/z2jh.py)
 
@@ -45,13 +48,33 @@ def _parser() -> argparse.ArgumentParser:
                        help="a course id and its course folder; repeat for the Korean edition's id")
         p.add_argument("--learners", nargs="*", default=[], metavar="LOGIN", help="the learners' logins")
         p.add_argument("--graders-group", help="a Unix group of teaching assistants who may read the course folders")
+        if name == "check":
+            p.add_argument("--also", type=Path, action="append", default=[], metavar="PATH",
+                           help="another folder learners' servers use (the learners' environment or edition): "
+                                "searched for solutions they can read, like the exchange and the course folders")
     p = sub.add_parser("hub", help="start JupyterHub for the class")
     p.add_argument("--settings", type=Path, required=True, help="the class's settings (JSON; see hub.py)")
     p.add_argument("--dry-run", action="store_true", help="print the generated jupyterhub_config.py and stop")
+    p.add_argument("--check", action="store_true", help="as root: write the learners' files, search what learners "
+                   "would be given for solutions they can read, and stop (exit 1 on one)")
     p = sub.add_parser("z2jh", help="Zero to JupyterHub values for the class, checked against the chart's schema")
     p.add_argument("--settings", type=Path, required=True, help="the class's settings (JSON; see hub.py)")
     p.add_argument("--out", type=Path, help="write the values here (default: print them)")
     return parser
+
+
+def exposed_solutions(exchange: Path, courses: dict[str, Path], learners: list[str], also: list[Path]) -> list[str]:
+    """Solutions a learner can read on the course paths: the exchange, the course folders and ``also``."""
+    from course_tools.classroom.exposure import course_secrets, exposed
+    from course_tools.paths import package_course_root
+
+    sources = list(courses.values())
+    try:
+        sources.append(package_course_root())  # the instructor's checkout: its solutions/ says what is secret
+    except SystemExit:
+        pass
+    secrets = course_secrets(sources)
+    return exposed([exchange, *courses.values(), *also], learners, secrets)
 
 
 def main(argv: list[str]) -> int:
@@ -62,7 +85,7 @@ def main(argv: list[str]) -> int:
     if args.action == "hub":
         from course_tools.classroom import hub
 
-        return hub.main(args.settings, dry_run=args.dry_run)
+        return hub.main(args.settings, dry_run=args.dry_run, check_only=args.check)
     if args.action == "z2jh":
         from course_tools.classroom import z2jh
 
@@ -76,8 +99,10 @@ def main(argv: list[str]) -> int:
     rules = permissions.plan(args.exchange.absolute(), dict(args.course), args.instructor, args.learners,
                              args.graders_group)
     if args.action == "check":
-        found = permissions.problems(rules)
-        print("\n".join(found) if found else f"classroom: all {len(rules)} paths are as `secure` makes them")
+        found = permissions.problems(rules) + exposed_solutions(args.exchange.absolute(), dict(args.course),
+                                                                args.learners, args.also)
+        print("\n".join(found) if found else f"classroom: all {len(rules)} paths are as `secure` makes them, and "
+                                               "no solution on the course paths is readable by a learner")
         return 1 if found else 0
     if os.geteuid() != 0:
         print("classroom secure: run it as root (it changes owners)", file=sys.stderr)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["HIDDEN_RE", "MIN_CHARS", "SOLUTION_RE", "Finding", "block_lines", "normal", "released_source", "scan",
-           "secret_lines"]
+           "scan_file", "secret_lines"]
 
 HIDDEN_RE = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 SOLUTION_RE = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
@@ -124,14 +124,20 @@ def _strings(node) -> list[str]:
     return [s for item in items for s in _strings(item)]
 
 
+def scan_file(data: bytes, name: str, secrets: list[str]) -> list[Finding]:
+    """Every secret line found in one file's ``data`` (an archive's members, a notebook's JSON decoded)."""
+    findings = []
+    for where, text in _texts(name, data):
+        lines = _lines([text])
+        findings += [Finding(where, line) for line in secrets if line in lines]
+    return findings
+
+
 def scan(path: Path, secrets: list[str]) -> list[Finding]:
     """Every secret line found in ``path`` (a folder: every file under it, archives opened; or one file)."""
     path = Path(path)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     findings = []
     for file in files:
-        name = str(file.relative_to(path)) if path.is_dir() else file.name
-        for where, text in _texts(name, file.read_bytes()):
-            lines = _lines([text])
-            findings += [Finding(where, line) for line in secrets if line in lines]
+        findings += scan_file(file.read_bytes(), str(file.relative_to(path)) if path.is_dir() else file.name, secrets)
     return findings

@@ -6,6 +6,7 @@ it matters, on any machine.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from traitlets.config import Config
 
 from course_tools.classroom import hub, permissions
+from conftest import ROOT_SKIP_REASON
 from course_tools.cli import main as cli
 
 ME = __import__("pwd").getpwuid(os.getuid()).pw_name
@@ -46,9 +48,16 @@ def test_learners_get_the_learner_view_the_exchange_and_a_private_umask(tmp_path
     hub.configure(c, s)
     assert c.JupyterHub.spawner_class is hub.ClassroomSpawner
     path = c.Spawner.environment["JUPYTER_CONFIG_PATH"].split(os.pathsep)
-    assert path == [str(s.learner_config), str(hub.VIEWS / "learner")]
-    hub.write_learner_config(s)
+    assert path == [str(s.learner_config), str(s.learner_view)]
+    assert not any(str(hub.REPO) in p for p in path), "learners pointed into the hub's own checkout"
+    assert c.Spawner.cmd == [str(s.learner_python), "-m", "jupyterhub.singleuser"]
+    hub.write_learner_files(s)
     assert "c.Exchange.root = '/srv/nbgrader/exchange'" in (s.learner_config / "nbgrader_config.py").read_text()
+    assert (s.learner_view / "jupyter_server_config.json").read_text() == (
+        hub.VIEWS / "learner" / "jupyter_server_config.json").read_text()
+    for path in [s.share, *s.share.rglob("*")]:  # every learner reads them; the hub's state stays root's
+        assert path.stat().st_mode & 0o005 == (0o005 if path.is_dir() else 0o004), path
+    assert not s.share.is_relative_to(s.state)
     spawner = hub.ClassroomSpawner()
     monkeypatch.setattr(hub.LocalProcessSpawner, "make_preexec_fn", lambda self, name: lambda: None)
     seen = []
@@ -119,3 +128,30 @@ def test_z2jh_writes_checked_values(tmp_path, capsys):
     import yaml
 
     assert yaml.safe_load(out.read_text())["hub"]["services"]["ngshare"]["url"].startswith("http://ngshare")
+
+
+def test_passwords_never_cross_the_network_in_clear_text(tmp_path):
+    s = settings(tmp_path)
+    assert s.tls_problem() is None, "the default listens on 127.0.0.1 only"
+    s.ip = "0.0.0.0"
+    assert "clear text" in s.tls_problem() and "ssl_cert" in s.tls_problem()
+    s.ssl_cert, s.ssl_key = tmp_path / "hub.crt", tmp_path / "hub.key"
+    assert s.tls_problem() is None
+    c = Config()
+    hub.configure(c, s)
+    assert (c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key) == (str(s.ssl_cert), str(s.ssl_key))
+    s.ssl_cert = s.ssl_key = None
+    s.tls_proxy = "nginx at https://gpu.example.edu"
+    assert s.tls_problem() is None
+    example = hub.Settings.load(Path(hub.__file__).with_name("classroom.example.json"))
+    assert example.tls_problem() is None, "the example settings would send passwords in clear text"
+
+
+def test_the_hub_refuses_to_start_in_clear_text_on_the_network(tmp_path, capsys):
+    if os.geteuid() != 0:
+        pytest.skip(ROOT_SKIP_REASON)
+    bad = tmp_path / "classroom.json"
+    bad.write_text(json.dumps({"exchange": str(tmp_path / "x"), "courses": {}, "instructor": ME, "learners": [],
+                               "ip": "0.0.0.0", "state": str(tmp_path / "hub")}))
+    assert cli(["classroom", "hub", "--settings", str(bad), "--check"]) == 2
+    assert "clear text" in capsys.readouterr().err
