@@ -24,6 +24,14 @@ memory                 ``c.GradingLimits.memory_mb``, for the       ``RLIMIT_DAT
                        worker and every process it starts
 output per cell        ``c.GradingLimits.output_kb``                ``LimitedExecute``: output past it is
                                                                     dropped while it arrives, never stored
+scratch space          ``c.GradingLimits.scratch_mb``: the          ``sandbox.bwrap_command`` (``--size``
+                       sandbox's ``/tmp`` and ``/dev/shm`` (each    tmpfs: ENOSPC past it) and
+                       a tmpfs of this size, in memory), and the    ``RLIMIT_FSIZE`` on the kernel and the
+                       largest file learner code may write          verdict worker (EFBIG past it)
+                       anywhere (its working folder is on disk)
+definitions a grade    ``c.GradingLimits.export_mb``: what the      ``apart.GradeCellsApart``: the grader
+cell reads             kernel hands the grader for one grade cell   reads at most this much, from a regular
+                                                                    file only; past it that cell scores 0
 sandbox                ``c.GradingLimits.sandbox``                  ``CappedKernelManager`` (bubblewrap)
 =====================  ===========================================  ==================================
 
@@ -40,6 +48,13 @@ would let a submission start eight DataLoader workers and use eight times the ca
 so the watch also adds up the memory of every process of the submission
 (proportional set size, so pages forked children share count once) and stops the
 cell past ``memory_mb``.
+
+Why ``/tmp`` is a tmpfs and the working folder is not: the grader reads the definitions a grade cell needs from
+a file the kernel writes in its working folder, and talks to it over Unix sockets in the scratch folder, so those
+must be folders of the host, which a tmpfs inside the sandbox's own mount namespace is not; ``RLIMIT_FSIZE``
+(per file) holds them instead, and a tmpfs's size holds ``/tmp`` as a whole. A tmpfs lives in memory and is not
+counted by ``memory_mb``: a submission may use ``memory_mb`` plus, in each of its two sandboxes (the kernel's
+and the verdict worker's), ``scratch_mb`` in ``/tmp`` and in ``/dev/shm``.
 
 Why the output cap is applied while output arrives: nbgrader's own
 ``LimitOutput`` trims a cell after it ran, by which time a flood has already
@@ -65,6 +80,16 @@ class GradingLimits(Configurable):
     output_kb = Integer(256, help="Output one cell may produce, in KiB; the rest is dropped (0: no cap).").tag(
         config=True
     )
+    scratch_mb = Integer(
+        512, help="Scratch space of learner code, in MiB (0: no cap): the sandbox's /tmp and /dev/shm are each a "
+                  "tmpfs of this size (in memory; writing past it fails with ENOSPC), and no file it writes anywhere, "
+                  "its working folder included, may grow past it (RLIMIT_FSIZE: EFBIG)."
+    ).tag(config=True)
+    export_mb = Integer(
+        256, min=1, help="The most the grader reads back of the definitions a learner's kernel hands over for one grade "
+                  "cell, in MiB (course_tools/grading/engine/apart.py); past it that grade cell scores 0 and the "
+                  "rest is graded."
+    ).tag(config=True)
     cell_cpu = Float(
         60, help="CPU seconds one cell may use, in its kernel and every process it starts (course_tools/grading/"
                  "watchdog.py: CPU time, which a busy machine hardly changes, not wall-clock time)."

@@ -1,11 +1,19 @@
 """Grade cells decided apart: the kernel hands over only the definitions a grade cell reads; a worker the
 learner's cells never ran in (``apart_worker.py``) runs the cell and reports, so what those cells changed in
 their own process cannot turn a wrong answer into points.
+
+The kernel hands them over as a file in its working folder, which the learner's code can also write: the grader
+reads it through one descriptor opened without following a link and without blocking (:func:`read_export`),
+reads nothing but a regular file, and never more than ``c.GradingLimits.export_mb``. A file made huge (sparse, a
+terabyte with ``os.truncate``), or swapped for a FIFO, a device or a link to another file, costs that grade cell
+its points with a message saying why; the grader's memory and the rest of the notebook are untouched.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -17,7 +25,59 @@ from course_tools.grading.engine.output_cap import cut_note
 from course_tools.grading.engine.watchdog import CellWatch
 from course_tools.grading.outcome_words import KERNEL_DIED, TAMPERED
 
-__all__ = ["GradeCellsApart"]
+__all__ = ["ExportRefused", "GradeCellsApart", "read_export"]
+
+
+class ExportRefused(Exception):
+    """The file the kernel left for the grader is not one the grader reads: why, for the learner."""
+
+
+def read_export(folder: Path, name: str, limit: int) -> bytes:
+    """``folder/name`` if it is a regular file of at most ``limit`` bytes; else ExportRefused (OSError if missing).
+
+    Opened with O_NOFOLLOW (a link is refused, not followed to a file of the host), O_NONBLOCK (a FIFO cannot
+    hold the grader) and the folder itself opened the same way, so a folder swapped for a link is refused too;
+    the size is the descriptor's, and at most ``limit + 1`` bytes are read, so a file still growing is refused.
+    """
+    nofollow = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        dfd = os.open(folder, nofollow | os.O_DIRECTORY)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ExportRefused(f"the folder it was written in was replaced ({os.strerror(err.errno)})") from None
+        raise
+    try:
+        try:
+            fd = os.open(name, nofollow, dir_fd=dfd)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise ExportRefused("it was replaced by a symbolic link") from None
+            raise
+    finally:
+        os.close(dfd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ExportRefused("it was replaced by something that is not a regular file (a FIFO, a device or a "
+                                "socket)")
+        if info.st_size > limit:
+            raise ExportRefused(f"it is {_mib(info.st_size)}, more than the {_mib(limit)} the grader reads")
+        parts, got = [], 0
+        while got <= limit:
+            chunk = os.read(fd, min(limit + 1 - got, 1 << 20))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        if got > limit:
+            raise ExportRefused(f"it grew past the {_mib(limit)} the grader reads while it was read")
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB" if size < 2**30 else f"{size / 2**30:,.1f} GiB"
 
 
 class GradeCellsApart:
@@ -39,7 +99,7 @@ class GradeCellsApart:
         if self._worker is None or not self._worker.alive():
             self.close_worker()
             self._worker = VerdictWorker(sandbox=self.limits.sandbox, course_root=self.course_root,
-                                         memory_mb=self.limits.memory_mb).launch()
+                                         memory_mb=self.limits.memory_mb, scratch_mb=self.limits.scratch_mb).launch()
         return self._worker.wait_ready() if wait else self._worker
 
     def _export(self, cell, resources, index) -> tuple[bytes | None, list]:
@@ -58,12 +118,18 @@ class GradeCellsApart:
             if errors:
                 return None, errors
             try:
-                return path.read_bytes(), []
+                return read_export(folder, path.name, self.limits.export_mb * 2**20), []
+            except ExportRefused as refused:
+                why = (f"the grader did not read back the definitions this check uses from your kernel: {refused} "
+                       f"(c.GradingLimits.export_mb is {self.limits.export_mb} MiB, and only the regular file the "
+                       "grader asked for is read); this check scores 0 and the rest was graded. Keep what a check "
+                       "uses to functions, classes and small data, and leave the grader's files in your working "
+                       "folder alone")
             except OSError as err:
                 why = f"the grader could not read your definitions back from the kernel ({err})"
-                return None, [new_output("error", ename="RuntimeError", evalue=why, traceback=[why])]
+            return None, [new_output("error", ename="RuntimeError", evalue=why, traceback=[why])]
         finally:
-            path.unlink(missing_ok=True)
+            _remove(folder, path.name)
 
     def judge_apart(self, cell, resources, index):
         """Run a grade cell in the verdict worker on the definitions the learner's kernel hands over."""
@@ -119,3 +185,17 @@ class GradeCellsApart:
             outputs.append(new_output("error", ename=err["ename"], evalue=err["evalue"][:cap],
                                       traceback=[line[:cap] for line in err["traceback"]]))
         return outputs
+
+
+def _remove(folder: Path, name: str) -> None:
+    """Remove ``folder/name`` without following a link in its folder's place; whatever it is, it is gone after."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.unlink(name, dir_fd=dfd)
+    except OSError:  # already gone, or a folder the learner made there: the scratch folder is deleted after the run
+        pass
+    finally:
+        os.close(dfd)
