@@ -518,8 +518,9 @@ class VerdictWorker:
     its own: the kernel's files are not shared with it, and it sees no more of the machine than the kernel.
     """
 
-    def __init__(self, *, sandbox: bool, course_root: str, memory_mb: int = 0, python: str | None = None):
-        self.sandbox, self.course_root, self.memory_mb = sandbox, course_root, memory_mb
+    def __init__(self, *, sandbox: bool, course_root: str, memory_mb: int = 0, scratch_mb: int = 0,
+                 python: str | None = None):
+        self.sandbox, self.course_root, self.memory_mb, self.scratch_mb = sandbox, course_root, memory_mb, scratch_mb
         self.python = python or sys.executable
         self.proc = None
         self.scratch = None
@@ -546,18 +547,24 @@ class VerdictWorker:
 
             from course_tools.grading.engine.sandbox import bwrap_command
 
-            cmd = bwrap_command(cmd, Path(self.scratch), Path(self.course_root), {})
+            cmd = bwrap_command(cmd, Path(self.scratch), Path(self.course_root), {}, tmp_mb=self.scratch_mb)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         else:
             env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.setdefault("MPLBACKEND", "Agg")
-        limit = self.memory_mb * 2**20 if self.memory_mb > 0 and sys.platform.startswith("linux") else 0
+        linux = sys.platform.startswith("linux")
+        limit = self.memory_mb * 2**20 if self.memory_mb > 0 and linux else 0
+        # the learner's functions run in its children: no file they write (worker.log through stderr included)
+        # grows past scratch_mb (RLIMIT_FSIZE; Python ignores SIGXFSZ, so the write fails with EFBIG)
+        files = self.scratch_mb * 2**20 if self.scratch_mb > 0 and linux else 0
 
         def cap() -> None:
-            if limit:
-                import resource
+            import resource
 
+            if limit:
                 resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+            if files:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (files, files))
 
         self._log = open(os.path.join(self.scratch, "worker.log"), "w+b")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -576,8 +583,9 @@ class VerdictWorker:
         if self._log is None:
             return ""
         self._log.flush()
-        self._log.seek(0)
-        text = self._log.read().decode("utf-8", "replace").strip()
+        self._log.seek(0, os.SEEK_END)  # only the tail: the learner's code can fill the log up to scratch_mb
+        self._log.seek(max(0, self._log.tell() - 8 * chars))
+        text = self._log.read(8 * chars).decode("utf-8", "replace").strip()
         return text[-chars:] or "(it wrote nothing)"
 
     @property

@@ -93,6 +93,7 @@ class LimitedExecute(GradeCellsApart, CpuBudgets, OutputCap, Execute):
         km = super().create_kernel_manager()
         if isinstance(km, CappedKernelManager):
             km.memory_mb = self.limits.memory_mb
+            km.scratch_mb = self.limits.scratch_mb
             if self.limits.sandbox:
                 km.course_root = self.course_root
                 km.use_sandbox()

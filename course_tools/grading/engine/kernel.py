@@ -7,6 +7,11 @@ libraries and the huge reservations a CUDA context makes, so a cap low enough to
 It caps host memory only, never GPU memory (Linux only; elsewhere no memory cap is applied and
 ``memory_cap_supported()`` says so). It holds one process; the whole submission's processes together are held by
 ``watchdog.CellWatch`` (the same ``memory_mb``).
+
+``scratch_mb`` caps its scratch space: the sandbox's ``/tmp`` and ``/dev/shm`` are tmpfs mounts of that size, and
+``RLIMIT_FSIZE`` stops any one file it (or a process it starts) writes at that size, in its working folder too,
+which must stay a folder of the host: the grader reads back from it what a grade cell needs. Python ignores
+``SIGXFSZ``, so the write fails with ``OSError: [Errno 27] File too large`` in the learner's cell.
 """
 
 from __future__ import annotations
@@ -30,11 +35,14 @@ def memory_cap_supported() -> bool:
     return sys.platform.startswith("linux")
 
 
-def _cap_memory(limit_bytes: int) -> None:
-    """Runs in the kernel process before it starts (``preexec_fn``)."""
+def _cap(data_bytes: int, file_bytes: int) -> None:
+    """Runs in the kernel process before it starts (``preexec_fn``): its memory and the size of a file it writes."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_DATA, (limit_bytes, limit_bytes))
+    if data_bytes:
+        resource.setrlimit(resource.RLIMIT_DATA, (data_bytes, data_bytes))
+    if file_bytes:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
 
 
 class CappedKernelManager(AsyncKernelManager):
@@ -46,6 +54,8 @@ class CappedKernelManager(AsyncKernelManager):
     """
 
     memory_mb = Integer(0, help="Memory cap of the kernel in MiB (0: none).").tag(config=True)
+    scratch_mb = Integer(0, help="The sandbox's /tmp and /dev/shm, and the largest file the kernel writes, in MiB "
+                                 "(0: none).").tag(config=True)
     sandboxed = Bool(False, help="Run the kernel under bubblewrap.").tag(config=True)
     course_root = Unicode("", help="The course folder the sandbox must hide.").tag(config=True)
     scratch = Unicode("", help="The kernel's scratch folder (set when sandboxed).")
@@ -59,16 +69,16 @@ class CappedKernelManager(AsyncKernelManager):
         self.connection_file = os.path.join(self.scratch, "kernel.json")
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        if self.memory_mb > 0 and memory_cap_supported():
-            limit = self.memory_mb * 2**20
-            kw["preexec_fn"] = lambda: _cap_memory(limit)
+        if memory_cap_supported() and (self.memory_mb > 0 or self.scratch_mb > 0):
+            data, files = max(self.memory_mb, 0) * 2**20, max(self.scratch_mb, 0) * 2**20
+            kw["preexec_fn"] = lambda: _cap(data, files)
         if self.sandboxed:
             from course_tools.grading.engine.sandbox import bwrap_command
 
             scratch = Path(self.scratch)
             _copy_folder(Path(kw.get("cwd") or os.getcwd()), scratch / "work")
             kernel_cmd = bwrap_command(list(kernel_cmd), scratch, Path(self.course_root or os.getcwd()),
-                                       dict(kw.get("env") or {}))
+                                       dict(kw.get("env") or {}), tmp_mb=self.scratch_mb)
             kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             kw["cwd"] = str(scratch)
             if hasattr(sys.stderr, "fileno") and _isatty(sys.stderr):  # no terminal inside (TIOCSTI)

@@ -7,8 +7,15 @@ virtual environment, the ``helpers`` package, a few harmless files of
 ``/etc``, ``/sys`` and the GPU devices. It does not see the course folder
 (``solutions/``, ``gradebook.db``, ``submitted/``, ``autograded/``,
 ``feedback/``, the stored outcomes), any home folder, or any other file of
-the machine. It writes only in its own scratch folder (also its ``/tmp``,
-``HOME`` and working folder), which is deleted after the run. It has no
+the machine. It writes only in its own scratch folder (its ``HOME`` and
+working folder), which is deleted after the run, and in its own ``/tmp`` and
+``/dev/shm``: tmpfs mounts of ``c.GradingLimits.scratch_mb`` each (the
+``tmp_mb`` of :func:`bwrap_command`), so writing past them fails with ENOSPC
+in the learner's cell; ``/dev`` is otherwise read-only. The scratch folder
+must be a folder of the host (the Unix sockets below, and the definitions a
+grade cell reads, which the grader reads back from the working folder), so
+its files are held by ``RLIMIT_FSIZE`` on the sandboxed process instead
+(``kernel.py``, ``apart_worker.py``). It has no
 network (a network namespace of its own, with no interface but a down
 loopback), its own process ids, and a cleared environment.
 
@@ -137,17 +144,19 @@ def sandbox_env(scratch: Path, extra: dict[str, str]) -> dict[str, str]:
     env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
     env.update({k: v for k, v in extra.items() if k.startswith("JPY_") or k in KEPT_ENV})
     env.update(PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
-               HOME=work, TMPDIR=str(scratch / "tmp"), USER="learner", LOGNAME="learner", MPLCONFIGDIR=work,
-               XDG_CACHE_HOME=work, XDG_CONFIG_HOME=work, XDG_RUNTIME_DIR=str(scratch / "tmp"),
+               HOME=work, TMPDIR="/tmp", USER="learner", LOGNAME="learner", MPLCONFIGDIR=work,
+               XDG_CACHE_HOME=work, XDG_CONFIG_HOME=work, XDG_RUNTIME_DIR="/tmp",
                PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(helpers_root()))
     return env
 
 
-def bwrap_command(kernel_cmd: list[str], scratch: Path, course_root: Path, env: dict[str, str]) -> list[str]:
-    """``kernel_cmd`` wrapped in bubblewrap; ``scratch`` (holding ``work/`` and ``tmp/``) is the only writable folder.
+def bwrap_command(kernel_cmd: list[str], scratch: Path, course_root: Path, env: dict[str, str],
+                  tmp_mb: int = 0) -> list[str]:
+    """``kernel_cmd`` wrapped in bubblewrap; ``scratch`` (holding ``work/``) is the only writable folder of the host.
 
-    Raises SandboxUnavailable when no sandbox can run here, or when the mount
-    list would expose the course folder.
+    ``/tmp`` and ``/dev/shm`` are tmpfs mounts of ``tmp_mb`` MiB each, in the sandbox's memory (0: ``/tmp`` is the
+    host folder ``scratch/tmp`` and ``/dev/shm`` bubblewrap's own, with no size of their own). Raises
+    SandboxUnavailable when no sandbox can run here, or when the mount list would expose the course folder.
     """
     problem = sandbox_problem()
     if problem:
@@ -158,14 +167,18 @@ def bwrap_command(kernel_cmd: list[str], scratch: Path, course_root: Path, env: 
         raise SandboxUnavailable(
             f"the sandbox would show the course folder {course_root}: it lies inside {', '.join(exposed)} "
             "(a virtual environment or Python installed above the course); put the course folder elsewhere")
-    for sub in ("work", "tmp"):
+    for sub in ("work",) if tmp_mb > 0 else ("work", "tmp"):
         (scratch / sub).mkdir(parents=True, exist_ok=True)
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-net", "--unshare-pid",
             "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grading", "--proc", "/proc"]
     args += _system_args()
-    # /tmp first: the scratch folder may itself lie under /tmp (its mount point is made inside scratch/tmp);
+    size = str(tmp_mb * 2**20)
+    if tmp_mb > 0:  # bubblewrap's /dev is a tmpfs as large as half the machine's memory: shm sized, the rest read-only
+        args += ["--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    # /tmp first: the scratch folder may itself lie under /tmp (its mount point is made inside the new /tmp);
     # then the read-only folders, so a venv or course checkout under /tmp is not hidden by the new /tmp
-    args += ["--bind", str(scratch / "tmp"), "/tmp", "--bind", str(scratch), str(scratch)]
+    args += ["--size", size, "--tmpfs", "/tmp"] if tmp_mb > 0 else ["--bind", str(scratch / "tmp"), "/tmp"]
+    args += ["--bind", str(scratch), str(scratch)]
     for p in visible:
         args += ["--ro-bind", str(p), str(p)]
     args += ["--chdir", str(scratch / "work"), "--clearenv"]
