@@ -106,7 +106,8 @@ class GradeCellsApart:
         """The definitions the grade cell reads, from the learner's kernel; or the error outputs of trying."""
         names = free_names(cell.source)
         scratch = getattr(self.km, "scratch", "")  # the sandbox: the kernel's work folder, the same path inside
-        folder = Path(scratch) / "work" if scratch else Path(tempfile.gettempdir())
+        # resolved where the grader chose it (macOS's /tmp is a link), never after the kernel could change it
+        folder = Path(scratch) / "work" if scratch else Path(tempfile.gettempdir()).resolve()
         path = folder / f".grader-export-{os.getpid()}-{index}-{os.urandom(4).hex()}.pkl"
         asking = new_code_cell(export_code(str(path), names))
         try:

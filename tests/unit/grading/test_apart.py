@@ -150,3 +150,30 @@ def test_without_fork_grade_cells_stay_in_the_kernel_and_the_grader_says_so(monk
         ex.preprocess_cell(grade, {}, 1)
     assert ran == [0, 1]
     assert sum("no os.fork on this system" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_the_grader_reads_an_export_only_from_a_regular_file_and_never_past_its_limit(tmp_path):
+    """apart.read_export, the grader's side of a grade cell's export (tests/e2e/test_engine_limits.py: the same
+    attacks made by learner code in a sandboxed kernel)."""
+    import os
+
+    from course_tools.grading.engine.apart import ExportRefused, read_export
+
+    (tmp_path / "ok").write_bytes(b"x" * 1000)
+    assert read_export(tmp_path, "ok", 1000) == b"x" * 1000
+    with open(tmp_path / "sparse", "wb") as fh:
+        fh.truncate(1 << 40)  # a terabyte that uses no disk
+    with pytest.raises(ExportRefused, match="1,024.0 GiB, more than the 1.0 MiB"):
+        read_export(tmp_path, "sparse", 2**20)
+    os.mkfifo(tmp_path / "fifo")  # no writer: a blocking open would hang the grader
+    with pytest.raises(ExportRefused, match="not a regular file"):
+        read_export(tmp_path, "fifo", 2**20)
+    (tmp_path / "secret").write_text("the solutions")
+    (tmp_path / "link").symlink_to(tmp_path / "secret")
+    with pytest.raises(ExportRefused, match="symbolic link"):
+        read_export(tmp_path, "link", 2**20)
+    (tmp_path / "folder-link").symlink_to(tmp_path)
+    with pytest.raises(ExportRefused, match="folder it was written in was replaced"):
+        read_export(tmp_path / "folder-link", "ok", 2**20)
+    with pytest.raises(FileNotFoundError):
+        read_export(tmp_path, "missing", 2**20)
