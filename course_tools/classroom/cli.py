@@ -74,7 +74,8 @@ def exposed_solutions(exchange: Path, courses: dict[str, Path], learners: list[s
     except SystemExit:
         pass
     secrets = course_secrets(sources)
-    return exposed([exchange, *courses.values(), *also], learners, secrets)
+    work = tuple(exchange / course_id / sub for course_id in courses for sub in ("inbound", "feedback"))
+    return exposed([exchange, *courses.values(), *also], learners, secrets, skip=work)
 
 
 def main(argv: list[str]) -> int:

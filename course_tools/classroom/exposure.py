@@ -79,19 +79,24 @@ def course_secrets(folders: list[Path]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def exposed(roots: list[Path], learners: list[str], secrets: list[str]) -> list[str]:
-    """One line per learner-readable secret under ``roots``: the path, who may read it and why it is secret."""
+def exposed(roots: list[Path], learners: list[str], secrets: list[str], skip: tuple[Path, ...] = ()) -> list[str]:
+    """One line per learner-readable secret under ``roots``: the path, who may read it and why it is secret.
+
+    ``skip``: folders of learners' own work (the exchange's ``inbound`` and ``feedback``), where a correct answer
+    may well read like the reference; a name there is a learner's own timestamped folder, never a copy of ours.
+    """
     readers = [Reader.of(login) for login in learners]
     findings: dict[str, str] = {}
+    skipped = {Path(p).absolute() for p in skip}
     for root in dict.fromkeys(Path(r).absolute() for r in roots):
         if not os.path.lexists(root):
             continue
         reaching = [r for r in readers if _reaches(root, r)]
-        _walk(root, reaching, secrets, findings)
+        _walk(root, reaching, secrets, findings, skipped)
     return [f"{path} is readable by {who}" for path, who in findings.items()]
 
 
-def _walk(top: Path, readers: list[Reader], secrets: list[str], findings: dict[str, str]) -> None:
+def _walk(top: Path, readers: list[Reader], secrets: list[str], findings: dict[str, str], skipped: set) -> None:
     stack = [(top, readers, False)]
     while stack:
         path, who, in_solutions = stack.pop()
@@ -103,7 +108,7 @@ def _walk(top: Path, readers: list[Reader], secrets: list[str], findings: dict[s
             continue  # a link is judged where it points, if that is a course path too
         if stat.S_ISDIR(st.st_mode):
             passing = [r for r in who if r.may(st, 1)]
-            if not passing or path.name in SKIPPED:
+            if not passing or path.name in SKIPPED or path in skipped:
                 continue
             if path.name == ".git" and (path / "objects").is_dir():
                 _found(findings, path, passing, "a git repository: every file ever committed, solutions included")

@@ -77,6 +77,27 @@ def played(room: Classroom):
     room.run(bob, "/bin/mkdir", str(dated))
     room.run(bob, "/bin/cp", str(reference.parent.parent.parent / "nbgrader_config.py"), str(dated), check=False)
     room.run(bob, "/bin/sh", "-c", f"printf '%s' '{FUTURE}' > '{dated}/timestamp.txt'")
+    # 8. (issue 45) bob's real submission, then its feedback secret removed: release_feedback once failed for the class
+    room.run(bob, "-m", "nbgrader", "fetch_assignment", chapter, "--course", course_id)
+    room.run(bob, "-m", "nbgrader", "submit", chapter, "--course", course_id)
+    for secret in inbound.glob(f"{bob.login}+{chapter}+*/submission_secret.txt"):
+        room.run(bob, "/bin/rm", str(secret))
+    # 9. a folder name with a byte that is not UTF-8 and terminal control bytes (a forged line hides a refusal)
+    room.run(mallory, "/bin/sh", "-c", f"mkdir \"{inbound}/$(printf '{mallory.login}+{chapter}+2026\\377\\033[2K\\rFORGED')\"")
+    # 10. 600 empty files: nothing for the size limits, three copies of each in the instructor's home
+    crowd = inbound / f"{mallory.login}+{chapter}+{_utc(time.time() - 60)}"
+    room.run(mallory, "/bin/mkdir", str(crowd))
+    room.run(mallory, "/bin/sh", "-c", f"cd '{crowd}' && cp ~/{chapter}/{chapter}.ipynb . && printf '%s' '{crowd.name.split('+')[2]}'"
+             f" > timestamp.txt && echo s > submission_secret.txt && i=0 && while [ $i -lt 600 ]; do : > e$i; i=$((i+1)); done")
+    # 11. late is late: the due date passes, then a folder named ten minutes before it arrives
+    due = time.time()
+    room.run(teacher, "-m", "nbgrader", "db", "assignment", "add", chapter, f"--duedate={_utc(due)}", cwd=room.course)
+    time.sleep(1.1)
+    backdated = inbound / f"{mallory.login}+{chapter}+{_utc(due - 600)}"
+    room.run(mallory, "/bin/mkdir", str(backdated))
+    room.run(mallory, "/bin/sh", "-c", f"cd '{backdated}' && cp ~/{chapter}/{chapter}.ipynb . && printf '%s' "
+             f"'{_utc(due - 600)}' > timestamp.txt && echo s > submission_secret.txt")
+    attempts["due"] = _utc(due)
     # 6. take over the course: rename its exchange folder, or claim the Korean edition's course id
     attempts["rename"] = room.fails(mallory, "mv", str(room.exchange / course_id), str(room.exchange / "stolen"))
     attempts["claim"] = room.fails(mallory, "mkdir", str(room.exchange / f"{course_id}-ko" / "outbound" / "x"))
@@ -88,13 +109,20 @@ def played(room: Classroom):
 
     collected = room.run(teacher, "-m", "nbgrader", "collect", chapter, cwd=room.course)
     table = room.run(teacher, "-m", "course_tools", "grade", "--assignment", chapter, "--no-progress", cwd=room.course)
+    exported = room.run(teacher, "-m", "course_tools", "export", "--to", str(room.course / "grades.csv"), cwd=room.course)
     attempts["submitted"] = room.fails(mallory, "touch", str(room.course / "submitted" / alice.login / chapter / "x"))
     room.run(teacher, "-m", "course_tools", "feedback", "--assignment", chapter, cwd=room.course)
     room.run(teacher, "-m", "nbgrader", "release_feedback", chapter, cwd=room.course)
     room.run(alice, "-m", "nbgrader", "fetch_feedback", chapter, "--course", course_id)
     room.run(mallory, "-m", "nbgrader", "fetch_feedback", chapter, "--course", course_id,
              env={"JUPYTERHUB_USER": alice.login}, check=False)
-    return {"collect": collected.stdout + collected.stderr, "table": table.stdout, "attempts": attempts}
+    return {"collect": collected.stdout + collected.stderr, "table": table.stdout, "attempts": attempts,
+            "export": exported.stdout + exported.stderr}
+
+
+def _utc(seconds: float) -> str:
+    """nbgrader's own timestamp format, in UTC."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1e6):06d} UTC"
 
 
 def _max_score(chapter: str) -> float:
@@ -132,6 +160,33 @@ def test_symlinks_copy_nothing_of_the_instructors(room, played):
     assert fetched <= {own}, f"mallory fetched feedback that is not on her own submission: {fetched}"
 
 
+def test_a_submission_without_its_feedback_secret_is_refused_and_feedback_flows(room, played):
+    assert "no submission_secret.txt" in played["collect"], played["collect"]
+    assert list((room.learners["alice"].home / room.chapter / "feedback").glob("*/*.html")), "feedback broke"
+
+
+def test_names_with_raw_bytes_are_shown_escaped_and_export_works(room, played):
+    assert "\x1b" not in played["collect"] + played["table"] and "\r" not in played["table"], "a raw control byte"
+    assert "\\xff\\x1b[2K\\x0dFORGED" in played["table"], played["table"]
+    text = (room.course / "grades.csv").read_bytes().decode("utf-8")  # the export ran for the whole class
+    assert "\\xff" in text and "\x1b" not in text, text
+
+
+def test_thousands_of_empty_files_are_refused(room, played):
+    assert "more than 500 files and folders" in played["collect"], played["collect"]
+    assert len(list((room.course / "submitted" / room.learners["mallory"].login / room.chapter).iterdir())) < 10
+
+
+def test_late_is_late_whatever_the_name_says(room, played):
+    from nbgrader.utils import parse_utc
+
+    mallory, chapter = room.learners["mallory"], room.chapter
+    graded_as = parse_utc((room.course / "submitted" / mallory.login / chapter / "timestamp.txt").read_text())
+    assert graded_as > parse_utc(played["attempts"]["due"]), "a folder made after the due date was taken as on time"
+    detail = [line for line in played["table"].splitlines() if line.strip().startswith(f"{mallory.login}/")]
+    assert detail and "re-dated at collect" in detail[0] and "graded as arriving then" in detail[0], played["table"]
+
+
 def test_a_future_timestamp_is_refused(room, played):
     bob = room.learners["bob"]
     assert f"{FUTURE[:19]} UTC is in the future" in played["collect"]
@@ -162,3 +217,30 @@ def test_secure_left_nothing_for_check_to_report(room, played):
                            "--instructor", room.instructor.login, "--course", f"{room.course_id}={room.course}",
                            "--learners", *(p.login for p in room.learners.values())], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no solution on the course paths is readable by a learner" in proc.stdout
+
+
+def test_check_finds_a_solution_a_learner_can_read_on_the_course_paths(room, played):
+    import subprocess
+    import sys
+
+    teacher, chapter = room.instructor, room.chapter
+    released = room.exchange / room.course_id / "outbound" / chapter
+    leak = released / "reference.ipynb"  # the instructor copies the source into the release by mistake
+    opt = room.base / "opt-course"  # and a checkout of the course left where learners can read it
+    room.run(teacher, "/bin/cp", str(room.course / "solutions" / chapter / f"{chapter}.ipynb"), str(leak))
+    opt.mkdir(exist_ok=True)
+    subprocess.run(["cp", "-r", str(room.course / "solutions"), str(opt)], check=True)
+    subprocess.run(["chmod", "-R", "a+rX", str(opt)], check=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "course_tools", "classroom", "check", "--exchange",
+                               str(room.exchange), "--instructor", teacher.login, "--course",
+                               f"{room.course_id}={room.course}", "--also", str(opt),
+                               "--learners", *(p.login for p in room.learners.values())], capture_output=True, text=True)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"{leak} is readable by" in proc.stdout and "hidden test or a reference answer" in proc.stdout, proc.stdout
+        assert f"{opt}/solutions/{chapter}/{chapter}.ipynb is readable by" in proc.stdout, proc.stdout
+        assert room.learners["mallory"].login in proc.stdout
+    finally:
+        leak.unlink()
+        subprocess.run(["rm", "-rf", str(opt)], check=True)

@@ -20,10 +20,10 @@ collected as on time.
 unless every entry in it is a directory or a regular file with one link, owned by the Unix user the folder
 name claims, and its timestamps (the name's and ``timestamp.txt``'s) agree and are not in the future. A
 refused folder is never a candidate: an honest older submission is collected instead. Each refusal is
-logged (its name escaped: :func:`course_tools.grading.shown.shown`) and kept in
-``autograded/.grading/refusals.json``, which the status table shows
-(``course_tools.grading.class_level.report``). The copy itself opens every entry with ``O_NOFOLLOW`` relative to its
-already-opened parent and checks the opened file, so swapping a file for a symlink after the check copies
+logged and kept in ``autograded/.grading/refusals.json``, which the status table shows
+(``course_tools.grading.class_level.report``); every name and reason a learner could shape is escaped where
+it is shown (the log, :func:`load_refusals`: :func:`course_tools.grading.shown.shown`), never changed where
+it is stored. The copy itself opens every entry with ``O_NOFOLLOW`` relative to its already-opened parent and checks the opened file, so swapping a file for a symlink after the check copies
 nothing. Files land owner-readable only (0640, folders 0750; group-writable when the course is
 ``groupshared``): a learner never writes in ``submitted/``. A submission must hold what ``nbgrader submit``
 writes (:data:`REQUIRED`) and at most :attr:`SafeExchangeCollect.max_entries` files and folders.
@@ -113,7 +113,7 @@ def _claimed_time(text: str, what: str, now: datetime) -> datetime:
     try:
         when = parse_utc(text.strip())
     except (ValueError, OverflowError, TypeError) as err:
-        raise Refused(f"{what} {text.strip()[:40]!r} is not a time ({err})") from None
+        raise Refused(f"{what} '{text.strip()[:40]}' is not a time ({err})") from None
     if when > now:
         raise Refused(f"{what} {when:%Y-%m-%d %H:%M:%S} UTC is in the future (now {now:%Y-%m-%d %H:%M:%S} UTC)")
     return when
@@ -161,7 +161,7 @@ def check_submission(path: str, student: str, timestamp: str, *, check_owner: bo
     _check_entry(path, top, uid, student, top=True)
     arrived, entries = _ctime(top), 0
     def unreadable(err: OSError):
-        raise Refused(f"{shown(os.path.basename(err.filename or path))} cannot be read: {err.strerror}")
+        raise Refused(f"{os.path.basename(err.filename or path)} cannot be read: {err.strerror}")
 
     # os.walk never descends into a symlink (followlinks=False); an unreadable folder is refused, not skipped
     for dirpath, dirnames, filenames in os.walk(path, onerror=unreadable):
@@ -180,7 +180,7 @@ def check_submission(path: str, student: str, timestamp: str, *, check_owner: bo
         text = _read_small(path, required, uid, student)
         written = text if required == "timestamp.txt" else written
     if _claimed_time(written, "timestamp.txt", now) != claimed:
-        raise Refused(f"timestamp.txt ({shown(written.strip()[:40])}) is not the folder's timestamp ({shown(timestamp)})")
+        raise Refused(f"timestamp.txt ({written.strip()[:40]}) is not the folder's timestamp ({timestamp})")
     return Checked(claimed, arrived)
 
 
@@ -210,7 +210,7 @@ def _expected_uid(student: str) -> int:
 
 
 def _check_entry(path: str, st: os.stat_result, uid: int | None, student: str, top: bool = False) -> None:
-    name = shown(path if top else os.path.basename(path))
+    name = path if top else os.path.basename(path)
     if stat.S_ISLNK(st.st_mode):
         raise Refused(f"{name} is a symbolic link (collect copies only the learner's own files)")
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
@@ -221,7 +221,7 @@ def _check_entry(path: str, st: os.stat_result, uid: int | None, student: str, t
         owner = owner_name(st.st_uid)
         hint = (" (every hub user runs as jovyan here, so files cannot say who submitted: use a service exchange,"
                 " INSTRUCTORS.md 'A shared classroom')") if owner == "jovyan" else ""
-        raise Refused(f"{name} belongs to {owner}, not to {shown(student)}{hint}")
+        raise Refused(f"{name} belongs to {owner}, not to {student}{hint}")
 
 
 @dataclass
@@ -272,8 +272,8 @@ def _open_checked(name: str, dir_fd: int | None, job: _Copy, top: bool = False) 
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as err:
         if err.errno == errno.ELOOP:
-            raise Refused(f"{shown(name)} is a symbolic link (collect copies only the learner's own files)") from None
-        raise Refused(f"{shown(name)} cannot be opened: {err.strerror}") from None
+            raise Refused(f"{name} is a symbolic link (collect copies only the learner's own files)") from None
+        raise Refused(f"{name} cannot be opened: {err.strerror}") from None
     try:
         _check_entry(name, os.fstat(fd), job.uid, job.student, top=top)
     except Refused:
@@ -289,7 +289,7 @@ def _copy_dir(dir_fd: int, dest: str, job: _Copy, depth: int = 0) -> None:
     try:
         names = sorted(os.listdir(dir_fd))
     except OSError as err:
-        raise Refused(f"{shown(os.path.basename(dest))} cannot be read: {err.strerror}") from None
+        raise Refused(f"{os.path.basename(dest)} cannot be read: {err.strerror}") from None
     for name in names:
         fd = _open_checked(name, dir_fd, job)
         try:
@@ -316,7 +316,7 @@ def _copy_file(fd: int, target: str, size: int, job: _Copy) -> None:
         while chunk := os.read(fd, _CHUNK):
             os.write(out, chunk)
     except OSError as err:  # a read the learner's file refuses (EIO, a vanished mount): this submission only
-        raise Refused(f"{shown(os.path.basename(target))} cannot be read: {err.strerror}") from None
+        raise Refused(f"{os.path.basename(target)} cannot be read: {err.strerror}") from None
     finally:
         os.close(out)
     os.chmod(target, job.file_mode)  # whatever the umask took away or left
@@ -330,7 +330,7 @@ def load_refusals(autograded_dir: str | os.PathLike) -> list[dict]:
     """What collect refused (and re-dated), every learner-chosen name escaped (files an older collect wrote too)."""
     path = refusals_path(autograded_dir)
     found = json.loads(path.read_text()) if path.is_file() else []
-    return [dict(r, **{k: shown(r[k]) for k in ("student", "assignment", "folder") if k in r},
+    return [dict(r, **{k: shown(r[k]) for k in ("student", "assignment", "folder", "reason") if k in r},
                  kind=r.get("kind", "refused")) for r in found]
 
 
@@ -411,7 +411,7 @@ class SafeExchangeCollect(ExchangeCollect):
 
     def _refuse(self, student: str, folder: str, reason: str, kind: str = "refused") -> None:
         log = self.log.warning if kind == "re-dated" else self.log.error
-        log("%s %s (claims to be from %s): %s", kind.capitalize(), shown(folder), shown(student), reason)
+        log("%s %s (claims to be from %s): %s", kind.capitalize(), shown(folder), shown(student), shown(reason))
         self.refusals.append(Refusal(student, self.coursedir.assignment_id, folder, reason,
                                      _utcnow().strftime("%Y-%m-%d %H:%M:%S UTC"), kind))
 
