@@ -68,12 +68,13 @@ def exposed_solutions(exchange: Path, courses: dict[str, Path], learners: list[s
     from course_tools.classroom.exposure import course_secrets, exposed
     from course_tools.paths import package_course_root
 
-    sources = list(courses.values())
+    sources, package = list(courses.values()), None
     try:
-        sources.append(package_course_root())  # the instructor's checkout: its solutions/ says what is secret
+        package = package_course_root()  # the instructor's checkout: its solutions/ and helpers/ say what is secret
+        sources.append(package)
     except SystemExit:
         pass
-    secrets = course_secrets(sources)
+    secrets = course_secrets(sources, package)
     work = tuple(exchange / course_id / sub for course_id in courses for sub in ("inbound", "feedback"))
     return exposed([exchange, *courses.values(), *also], learners, secrets, skip=work)
 

@@ -70,12 +70,13 @@ def _reaches(path: Path, reader: Reader) -> bool:
     return True
 
 
-def course_secrets(folders: list[Path]) -> list[str]:
-    """Every secret line of the courses in ``folders`` (each read where it has ``solutions/``)."""
+def course_secrets(folders: list[Path], package_root: Path | None = None) -> list[str]:
+    """Every secret line of the courses in ``folders`` (each read where it has ``solutions/``); an answer line the
+    ``helpers`` package of ``package_root`` holds is public (hidden.py's rule), a hidden test line never is."""
     found: list[str] = []
     for folder in folders:
         if (Path(folder) / "solutions").is_dir():
-            found += secret_lines(Path(folder))
+            found += secret_lines(Path(folder), package_root)
     return list(dict.fromkeys(found))
 
 

@@ -223,8 +223,9 @@ def learner_source(python: Path) -> Path | None:
     checkout: the folder with ``pyproject.toml``), else the package folder itself; None if it cannot."""
     import subprocess
 
-    proc = subprocess.run([str(python), "-c", "import helpers; print(helpers.__file__)"], capture_output=True,
-                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"})
+    # -I and cwd "/": as a learner's server imports it, not from wherever the hub was started
+    proc = subprocess.run([str(python), "-I", "-c", "import helpers; print(helpers.__file__)"], capture_output=True,
+                          text=True, timeout=120, cwd="/", env={"PATH": "/usr/bin:/bin"})
     if proc.returncode != 0:
         return None
     package = Path(proc.stdout.strip()).parent

@@ -88,11 +88,12 @@ def _lines(texts) -> set[str]:
     return {normal(ln) for text in texts for ln in text.splitlines()}
 
 
-def secret_lines(root: Path) -> list[str]:
-    """Every secret line of the course at ``root`` (read from ``solutions/`` and ``helpers/``)."""
+def secret_lines(root: Path, package_root: Path | None = None) -> list[str]:
+    """Every secret line of the course at ``root`` (read from ``solutions/``, and ``helpers/`` of ``package_root``,
+    by default ``root``: an instructor's course folder holds solutions but not the package learners are given)."""
     sources = _cell_sources(root / "solutions")
     given = _lines(SOLUTION_RE.sub("", HIDDEN_RE.sub("", s)) for s in sources)
-    package = _lines(p.read_text() for p in sorted((root / "helpers").rglob("*.py")))
+    package = _lines(p.read_text() for p in sorted((Path(package_root or root) / "helpers").rglob("*.py")))
     hidden = [ln for s in sources for ln in block_lines(s, HIDDEN_RE) if ln not in given]
     answers = [ln for s in sources for ln in block_lines(s, SOLUTION_RE) if ln not in given and ln not in package]
     return list(dict.fromkeys(hidden + answers))

@@ -9,6 +9,12 @@ headless Chromium logs in:
 2. as the instructor: the course's formgrader (a hub service running as the instructor in the course folder)
    shows the assignment.
 
+Learners' servers run a Python that imports the course from the student edition (``course_tools handout``), as
+INSTRUCTORS.md tells an administrator to install it; here that environment is made from this machine's own
+packages (a venv whose ``.pth`` adds the edition and the course venv's site-packages, which hold no course code
+of their own), so nothing is downloaded. The hub refuses to start for learners whose Python imports the course
+from a checkout that holds ``solutions/`` (issue 45: the red team read every hidden test from there).
+
 Screenshots go to test-artifacts/hub/. About a minute. Skips only without root (users), Chromium or the proxy;
 under CI (``CI`` set) those fail instead.
 """
@@ -52,6 +58,36 @@ def _needs() -> str | None:
         None if find_proxy() else PROXY_SKIP_REASON)
 
 
+def learner_python(base: Path, course: Path) -> Path:
+    """A Python that imports ``helpers`` from ``course`` and everything else from the course's own venv."""
+    env = base / f"env-{course.name}"
+    subprocess.run([str(Path(sys.base_prefix) / "bin" / "python3"), "-m", "venv", "--without-pip", str(env)], check=True)
+    site = next((env / "lib").glob("python3*/site-packages"))
+    site.joinpath("course.pth").write_text(f"{course}\n{next(iter(site_packages()))}\n")
+    for folder in ("share", "etc"):  # JupyterLab's files, and the server extensions the course's venv enables
+        (env / folder).mkdir(exist_ok=True)
+        (env / folder / "jupyter").symlink_to(Path(sys.prefix) / folder / "jupyter")
+    subprocess.run(["chmod", "-R", "a+rX", str(env)], check=True)
+    return env / "bin" / "python"
+
+
+def site_packages() -> list[str]:
+    import site
+
+    return [p for p in site.getsitepackages() if p.startswith(sys.prefix)]
+
+
+def write_settings(room, path: Path, python: Path, port: int, state: str = "hub") -> Path:
+    path.write_text(json.dumps({
+        "exchange": str(room.exchange),
+        "courses": {room.course_id: str(room.course), f"{room.course_id}-ko": f"{room.course}-ko"},
+        "instructor": room.instructor.login, "learners": [p.login for p in room.learners.values()],
+        "port": port, "state": str(room.base / state), "first_service_port": free_port(),
+        "hub_port": free_port(), "proxy_api_port": free_port(), "learner_python": str(python),
+    }))
+    return path
+
+
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     skip_unless_ci(_needs(), "the login through the classroom's hub")
@@ -59,15 +95,12 @@ def hub(tmp_path_factory):
         room.release()
         for person in (room.instructor, room.learners["alice"]):
             room.set_password(person, PASSWORD)
+        edition = room.base / "gpu-course"  # the student edition, where every learner may read it
+        subprocess.run([sys.executable, "-m", "course_tools", "handout", "--out", str(edition)], check=True,
+                       capture_output=True)
+        subprocess.run(["chmod", "-R", "a+rX", str(edition)], check=True)
         port = free_port()
-        settings = room.base / "classroom.json"
-        settings.write_text(json.dumps({
-            "exchange": str(room.exchange),
-            "courses": {room.course_id: str(room.course), f"{room.course_id}-ko": f"{room.course}-ko"},
-            "instructor": room.instructor.login, "learners": [p.login for p in room.learners.values()],
-            "port": port, "state": str(room.base / "hub"), "first_service_port": free_port(),
-            "hub_port": free_port(), "proxy_api_port": free_port(),
-        }))
+        settings = write_settings(room, room.base / "classroom.json", learner_python(room.base, edition), port)
         log = room.base / "hub.log"
         with open(log, "w") as out:
             proc = subprocess.Popen([sys.executable, "-m", "course_tools", "classroom", "hub", "--settings", str(settings)],
@@ -122,7 +155,7 @@ def test_a_learner_logs_in_to_her_own_server_with_the_learner_view(hub, browser)
     page.locator("#released_assignments_list").get_by_text(room.chapter).wait_for(timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "01-alice-assignments.png"))
     servers = [p for p in psutil.process_iter(["username", "cmdline"])
-               if p.info["username"] == alice.login and any("jupyterhub-singleuser" in a for a in p.info["cmdline"] or [])]
+               if p.info["username"] == alice.login and "jupyterhub.singleuser" in (p.info["cmdline"] or [])]
     assert servers, "alice's server does not run as alice"
     umask = [line for line in Path(f"/proc/{servers[0].pid}/status").read_text().splitlines() if line.startswith("Umask")]
     assert umask == ["Umask:\t0077"], umask
@@ -141,3 +174,28 @@ def test_the_instructor_reaches_the_courses_formgrader(hub, browser):
     routes = log.read_text()
     for course_id in (room.course_id, f"{room.course_id}-ko"):  # both editions' formgraders on one hub
         assert f"Route added /services/{course_id} " in routes, f"no service for {course_id}"
+
+
+def test_learners_can_read_the_exchange_config_the_hub_wrote_for_them(hub):
+    room, _, _ = hub
+    config = room.base / "hub-learners" / "config" / "nbgrader_config.py"
+    shown = room.run(room.learners["alice"], "/bin/cat", str(config))
+    assert str(room.exchange) in shown.stdout
+    room.fails(room.learners["alice"], "ls", str(room.base / "hub"))  # the hub's own state stays root's
+
+
+def test_the_hub_refuses_learners_a_python_that_imports_the_course_from_a_checkout_with_solutions(hub):
+    room, _, _ = hub
+    checkout = room.base / "opt-checkout"  # INSTRUCTORS.md's old layout: the course checked out in a shared folder
+    checkout.mkdir()
+    shutil.copytree(ROOT / "helpers", checkout / "helpers")
+    shutil.copy(ROOT / "pyproject.toml", checkout)
+    shutil.copytree(room.course / "solutions", checkout / "solutions")
+    subprocess.run(["chmod", "-R", "a+rX", str(checkout)], check=True)
+    bad = write_settings(room, room.base / "bad.json", learner_python(room.base, checkout), free_port(),
+                         state="bad-hub")
+    proc = subprocess.run([sys.executable, "-m", "course_tools", "classroom", "hub", "--settings", str(bad), "--check"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{checkout}/solutions/{room.chapter}/{room.chapter}.ipynb is readable by" in proc.stderr, proc.stderr
+    assert "nothing started" in proc.stderr

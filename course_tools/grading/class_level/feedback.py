@@ -9,6 +9,12 @@ This module then reads every page it produced, as text, and deletes any page
 that still contains a line of a hidden test: a leak becomes an error the
 instructor sees, never a page a learner gets.
 
+Nothing in a page runs (issue 45): ``nbgrader_config.py`` renders through
+``safe_html.SafeNotebookHTML`` (a learner's markdown and HTML sanitized), and
+each page kept gets a Content-Security-Policy in its ``<head>`` (:data:`PAGE_POLICY`:
+no script at all, no frames, no forms, images only inline), which holds wherever
+the page is opened: from disk, from Jupyter's file view, by the learner.
+
 Submissions whose run did not finish (crashed, timed out with no score,
 unreadable, unknown) have no autograded notebook and get no page; their
 status in ``grade``/``export`` says why.
@@ -30,7 +36,11 @@ import nbformat
 from course_tools.grading.course import Course
 from course_tools.grading.hidden import HIDDEN_RE, MIN_CHARS, released_source
 
-__all__ = ["FeedbackResult", "feedback", "hidden_lines", "leaked_lines", "released_lines"]
+__all__ = ["PAGE_POLICY", "FeedbackResult", "feedback", "hidden_lines", "leaked_lines", "released_lines", "with_policy"]
+
+#: A feedback page needs no script: MathJax (a CDN script) does not load either, so math shows as TeX.
+PAGE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+               "form-action 'none'")
 
 @dataclass
 class FeedbackResult:
@@ -102,6 +112,16 @@ def leaked_lines(page: str, hidden: list[str]) -> list[str]:
     return [line for line in hidden if line in text]
 
 
+def with_policy(page: str) -> str | None:
+    """The page with :data:`PAGE_POLICY` first in its ``<head>`` (before any script or content), or None without
+    a ``<head>``."""
+    head = re.search(r"<head(\s[^>]*)?>", page, re.IGNORECASE)
+    if not head:
+        return None
+    meta = f'\n<meta http-equiv="Content-Security-Policy" content="{PAGE_POLICY}">'
+    return page[:head.end()] + meta + page[head.end():]
+
+
 def feedback(course: Course, assignment: str | None = None, student: str | None = None) -> list[FeedbackResult]:
     """Generate feedback for finished runs; return one result per page, with any problem."""
     outcomes = course.load_outcomes().values()
@@ -126,8 +146,14 @@ def feedback(course: Course, assignment: str | None = None, student: str | None 
                                               + f"{name} --student {o['student']}` to see the whole error"))
             own = submitted_lines(course, o["student"], name)
             for page in pages:
-                leaks = leaked_lines(page.read_text(errors="replace"), [ln for ln in hidden if ln not in own])
-                if leaks:
+                text = page.read_text(errors="replace")
+                leaks = leaked_lines(text, [ln for ln in hidden if ln not in own])
+                guarded = with_policy(text)
+                if guarded is None:
+                    page.unlink()
+                    results.append(FeedbackResult(o["student"], name, None, f"{page.name} has no <head> to carry its "
+                                                  "Content-Security-Policy; deleted. Check c.HTMLExporter.template_name"))
+                elif leaks:
                     page.unlink()
                     results.append(FeedbackResult(
                         o["student"], name, None,
@@ -136,6 +162,7 @@ def feedback(course: Course, assignment: str | None = None, student: str | None 
                         "c.GenerateFeedback.preprocessors and that the test keeps it between "
                         "### BEGIN/END HIDDEN TESTS, then run feedback again"))
                 else:
+                    page.write_text(guarded)
                     results.append(FeedbackResult(o["student"], name, page))
     for o in chosen:
         if o["score"] is None:
