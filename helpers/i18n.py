@@ -68,15 +68,22 @@ def use(language: str) -> str:
 
 
 def _hangul_font() -> None:
-    """NanumGothic for matplotlib, from koreanize-matplotlib, with DejaVu Sans behind it for the glyphs Nanum
-    lacks (µ, the minus sign): matplotlib falls back glyph by glyph through the family list."""
+    """DejaVu Sans first, NanumGothic (from koreanize-matplotlib) behind it for Hangul.
+
+    Ordinary text falls back glyph by glyph through the family list, so either order draws Hangul; but the
+    mathtext of a log axis's ticks (``10^{-1}``) draws only in the *first* family and always writes the
+    minus as U+2212, which NanumGothic lacks: with Nanum first every such tick drew a box and logged
+    "Font 'default' does not have a glyph for '\u2212'". DejaVu Sans has every Latin glyph, µ and the minus,
+    so Latin text and numbers look as in the English edition and only Hangul comes from Nanum. For the same
+    reason the true minus comes back on linear axes (koreanize-matplotlib turns ``axes.unicode_minus`` off)."""
     try:
         import koreanize_matplotlib  # noqa: F401 - registers NanumGothic (bundled) with matplotlib's fonts
     except ImportError:  # an environment without it (pyproject.toml requires it): English labels stay readable
         return
     import matplotlib
 
-    matplotlib.rcParams["font.family"] = ["NanumGothic", "DejaVu Sans"]
+    matplotlib.rcParams["font.family"] = ["DejaVu Sans", "NanumGothic"]
+    matplotlib.rcParams["axes.unicode_minus"] = True
 
 
 @lru_cache(maxsize=None)
