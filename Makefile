@@ -6,9 +6,15 @@
 
 # The learner's targets (setup, lab, env, bench, clean-venv) live in learner.mk, which the student edition
 # ships as its own Makefile; this file adds the instructor's and maintainer's targets.
-EXTRAS := [test]
 .DEFAULT_GOAL := help
 include learner.mk
+# a learner's set-up (learner.mk) installs the course alone; the tests' tools (pytest, Playwright, JupyterHub...)
+# come with the first test target, into the same .venv
+DEV_STAMP := $(VENV)/.installed-dev
+
+$(DEV_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e ".[test]"
+	@touch $(DEV_STAMP)
 
 ASSIGNMENT ?=
 STUDENT ?=
@@ -54,16 +60,16 @@ $(PROXY): package.json package-lock.json
 # sends (pytest-xdist issues 1323, 1327, 1378): a CI run hung that way until its 90 minutes were spent.
 XDIST := -n 2 --dist loadscope --max-worker-restart=0
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(PY) -m pytest $(XDIST) -m "not slow and not load" tests/unit tests/course solutions $(PYTEST_ARGS)
 
 # everything, as CI runs it; the load tests make every core busy on purpose, so they run alone, after the rest
-test-all: $(STAMP) $(PROXY)
+test-all: $(DEV_STAMP) $(PROXY)
 	$(PY) -m pytest $(XDIST) -m "not load" $(PYTEST_ARGS)
 	$(PY) -m pytest -n 0 -m load $(PYTEST_ARGS)
 	$(MAKE) gpu-sim
 
-test-fast: $(STAMP)
+test-fast: $(DEV_STAMP)
 	$(PY) -m pytest $(XDIST) -m "not slow and not load" tests/unit $(PYTEST_ARGS)
 
 # The oldest torch the course promises is pyproject.toml's "torch>=X" (the one place it is written); this
@@ -85,7 +91,7 @@ FAKE_CUDA_TESTS := tests/unit/helpers/test_cuda_branches.py
 GPU_SIM_TESTS := tests/gpu_sim
 FLOOR_PYTEST ?= $(XDIST) -m "not slow" solutions tests --ignore=tests/course/test_exercises.py --ignore=tests/course/test_release.py --ignore=$(FAKE_CUDA_TESTS) --ignore=$(GPU_SIM_TESTS)
 
-$(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(STAMP)
+$(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(DEV_STAMP)
 	@test -n "$(TORCH_FLOOR)" || { echo 'pyproject.toml has no "torch>=X" line to read the floor from' >&2; exit 1; }
 	bash .ci/floor-venv $(VENV) $(FLOOR_VENV) "torch==$(TORCH_FLOOR)"
 	@touch $(FLOOR_STAMP)

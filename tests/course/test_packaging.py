@@ -1,6 +1,7 @@
 """The two install routes (pip via pyproject.toml, conda via environment.yml) ask for the same packages, and the
 oldest torch they promise is the one `make test-torch-floor` (CI) checks."""
 
+import json
 import os
 import re
 import shutil
@@ -144,3 +145,41 @@ def test_every_phony_make_target_is_defined():
     phony = re.search(r"^\.PHONY:(.*)$", text, flags=re.M).group(1).split()
     defined = set(re.findall(r"^([A-Za-z][\w-]*):", text, flags=re.M))
     assert set(phony) <= defined, f"declared in .PHONY but never defined: {sorted(set(phony) - defined)}"
+
+
+def _route(tmp_path, plan: list[str] | None, **make_vars) -> str:
+    """What `make torch-route` answers for a pip plan naming ``plan``'s packages (None: no plan written)."""
+    args = [f"TORCH_PLAN={tmp_path / 'plan.json'}", *(f"{k}={v}" for k, v in make_vars.items())]
+    if plan is not None:  # pip's own report format (pip install --dry-run --report): indent 2
+        report = {"version": "1", "install": [{"metadata": {"name": name, "version": "1"}} for name in plan]}
+        (tmp_path / "plan.json").write_text(json.dumps(report, indent=2))
+    proc = subprocess.run(["make", "-s", "--no-print-directory", "torch-route", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_a_laptop_without_an_nvidia_gpu_never_gets_the_cuda_build(tmp_path):
+    """pip's plan for torch pulls nvidia-* wheels (PyPI's Linux torch): with no NVIDIA driver, uv's CPU build."""
+    cuda = ["torch", "nvidia-cublas-cu12", "nvidia-cudnn-cu12", "filelock"]
+    assert _route(tmp_path, cuda, NVIDIA_DRIVER=tmp_path / "no-driver") == "uv-cpu"
+    assert _route(tmp_path, cuda, NVIDIA_DRIVER=tmp_path) == "pip", "a machine with a GPU keeps the CUDA build"
+    assert _route(tmp_path, ["torch", "filelock"], NVIDIA_DRIVER=tmp_path / "no-driver") == "pip"  # a CPU wheel
+    assert _route(tmp_path, None, TORCH_BACKEND="cu126") == "uv-cu126"
+
+
+def test_a_learners_set_up_installs_the_course_alone_and_the_tests_bring_their_tools():
+    learner = (ROOT / "learner.mk").read_text()
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r"^EXTRAS \?=\s*$", learner, flags=re.M) and not re.search(r"^EXTRAS :?=", make, flags=re.M)
+    assert '-e ".[test]"' in make
+    for target in ("test", "test-all", "test-fast"):
+        assert re.search(rf"^{target}: \$\(DEV_STAMP\)", make, flags=re.M), f"make {target} lacks the test tools"
+    assert re.search(r"^lab: \$\(STAMP\)$", learner, flags=re.M)
+
+
+def test_each_edition_opens_its_own_lab_workspace():
+    for lang, edition in (("en", "en"), ("ko", "ko")):
+        proc = subprocess.run(["make", "-n", "--no-print-directory", "lab", f"COURSE_LANG={lang}"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert f'--LabApp.workspaces_dir="{ROOT}/.venv/lab-workspaces/{edition}"' in proc.stdout, proc.stdout
