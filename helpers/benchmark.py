@@ -87,11 +87,13 @@ def _import_torch_benchmark() -> Any:
 torch_benchmark = _import_torch_benchmark()
 
 __all__ = [
+    "COURSE_WARNINGS",
     "BackgroundQueue",
     "Conclusion",
     "NoisyTimingWarning",
     "Table",
     "Timing",
+    "UNKNOWN_SPREAD",
     "add_work",
     "compare",
     "compare_with_torch_timer",
@@ -128,6 +130,32 @@ MIN_SPREAD = NOISE_THRESHOLD
 
 class NoisyTimingWarning(UserWarning):
     """The spread of a measurement is large: another program competed, or the work varies per call."""
+
+
+#: The course's own warnings: shown as ``"NoisyTimingWarning: <the message>"``, without the ``file:line:`` prefix
+#: and source line Python puts before every warning (:func:`_formatwarning`).
+COURSE_WARNINGS: tuple[type[Warning], ...] = (NoisyTimingWarning,)
+#: what showed warnings before this module (a reload of it replaces its own formatter, never wraps it)
+_python_formatwarning = getattr(warnings.formatwarning, "_python", warnings.formatwarning)
+
+
+def _formatwarning(message: Any, category: type[Warning], filename: str, lineno: int, line: str | None = None) -> str:
+    """How Python shows a warning, less the place for the course's own (:data:`COURSE_WARNINGS`).
+
+    The warning is raised at the learner's call (``stacklevel``), which is what filters and ``-W error`` need;
+    but in a notebook that place is the kernel's temporary file (``/tmp/ipykernel_1234/567.py:3:``), a name no
+    learner wrote, and no other frame is better: the rest are the course's internals. The message already
+    names what was measured and where (its label and device), so only the place is dropped, and only from
+    what is shown: which call warned, for a filter or ``warnings.catch_warnings(record=True)``, is unchanged.
+    Every other warning is shown as Python (or whoever replaced ``formatwarning`` before us) shows it.
+    """
+    if isinstance(category, type) and issubclass(category, COURSE_WARNINGS):
+        return f"{category.__name__}: {message}\n"
+    return _python_formatwarning(message, category, filename, lineno, line)
+
+
+_formatwarning._python = _python_formatwarning  # type: ignore[attr-defined]
+warnings.formatwarning = _formatwarning
 
 
 # --------------------------------------------------------------------------- timing
@@ -195,9 +223,15 @@ class Timing:
         """Whether the median is not to be trusted: :meth:`meets_confidence` at :data:`NOISE_THRESHOLD` fails."""
         return not self.meets_confidence()
 
+    @property
+    def spread_known(self) -> bool:
+        """Whether there are blocks enough (:data:`MIN_BLOCKS`) to know the spread: one block has an IQR of 0,
+        which is no spread but no knowledge of one either. Tables and summaries then print ``"—"``."""
+        return len(self.times) >= MIN_BLOCKS
+
     def describe_spread(self) -> str:
         """The spread in words, ``"IQR 70% of the median"``: what a warning or a table says when it is too large."""
-        if len(self.times) < MIN_BLOCKS:
+        if not self.spread_known:
             return _("too few blocks to know its spread")
         return _("IQR {share:.0%} of the median").format(share=self.relative_iqr)
 
@@ -267,7 +301,7 @@ class Timing:
 
     def __str__(self) -> str:
         parts = [_("{median} per call (IQR {iqr})").format(median=format_seconds(self.median),
-                                                          iqr=format_seconds(self.iqr))]
+                                                          iqr=_spread_seconds(self))]
         if self.flops_per_s is not None:
             parts.append(format_rate(self.flops_per_s, "FLOP/s"))
         if self.bytes_per_s is not None:
@@ -276,6 +310,16 @@ class Timing:
             device=self.device, threads=_thread_count(self.num_threads), calls=self.calls)
         head = f"{self.label}: " if self.label else ""
         return head + ", ".join(parts) + f" [{where}]"
+
+
+#: What a table or a summary prints for a spread that is not known (fewer than :data:`MIN_BLOCKS` blocks):
+#: "0 ns" there would read as a perfectly steady measurement.
+UNKNOWN_SPREAD = "\u2014"
+
+
+def _spread_seconds(timing: "Timing") -> str:
+    """``timing``'s IQR with its unit, or :data:`UNKNOWN_SPREAD` when too few blocks were measured to know it."""
+    return format_seconds(timing.iqr) if timing.spread_known else UNKNOWN_SPREAD
 
 
 def _thread_count(n: int) -> str:
@@ -442,10 +486,11 @@ def _band(timing: Timing) -> tuple[float, float]:
 
 
 def _times(ratio: float) -> str:
-    """``1.834`` -> ``"1.83x"``: two decimals near 1, where they matter, fewer further out."""
+    """``1.834`` -> ``"1.83x"``: two decimals near 1, where they matter, fewer further out; "1.83배" in Korean."""
     if not math.isfinite(ratio):
         return _("unbounded")
-    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x" if ratio < 100 else f"{ratio:.0f}x"
+    return (_("{ratio:.2f}x") if ratio < 10 else _("{ratio:.1f}x") if ratio < 100 else _("{ratio:.0f}x")
+            ).format(ratio=ratio)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -673,9 +718,11 @@ class Table(list):
         """A fixed-width text table, with units on times and rates."""
         columns = [c for c in columns if any(r.get(c) is not None for r in self)]
 
-        def cell(key: str, value: Any) -> str:
+        def cell(key: str, value: Any, row: dict[str, Any]) -> str:
             if value is None:
                 return "-"
+            if key == "iqr" and isinstance(row.get("timing"), Timing):
+                return _spread_seconds(row["timing"])  # "—" where too few blocks say nothing of the spread
             if key in ("median", "iqr"):
                 return format_seconds(value)
             if key == "flops_per_s":
@@ -686,7 +733,7 @@ class Table(list):
                 return f"{value:.3g}"
             return str(value)
 
-        grid = [list(columns)] + [[cell(c, r.get(c)) for c in columns] for r in self]
+        grid = [list(columns)] + [[cell(c, r.get(c), r) for c in columns] for r in self]
         widths = [max(len(row[i]) for row in grid) for i in range(len(columns))]
         lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in grid]
         lines.insert(1, "  ".join("-" * w for w in widths))

@@ -288,3 +288,40 @@ def test_importing_the_course_timer_keeps_the_extension_builders_note_off_stderr
     ours = stderr_of("import logging, helpers.benchmark; "
                      "assert logging.getLogger('torch.utils.cpp_extension').level == logging.NOTSET")
     assert "No CUDA runtime" not in ours, ours
+
+
+# --------------------------------------------------------------------------- how timings are shown
+
+
+def test_a_spread_too_few_blocks_cannot_know_is_shown_as_unknown_not_as_zero():
+    """One block has an IQR of 0: a table or a Timing's line says "—" there, never "0 ns" (a perfectly steady run)."""
+    one = bench.Timing.from_times([2e-3], label="one")
+    three = bench.Timing.from_times([1e-3, 2e-3, 3e-3], label="three")
+    assert one.iqr == 0 and not one.spread_known and three.spread_known
+    table = bench.Table([one.as_row(), three.as_row()])
+    header, _rule, one_row, three_row = table.format(["label", "median", "iqr"]).splitlines()
+    assert one_row.split()[-1] == bench.UNKNOWN_SPREAD == "\u2014" and "0 ns" not in one_row
+    spread = bench.format_seconds(three.iqr)
+    assert three_row.endswith(spread) and three.iqr > 0  # a known spread keeps its figure and unit
+    assert "(IQR \u2014)" in str(one) and f"(IQR {spread})" in str(three)
+    assert "too few blocks to know its spread" in one.summary()
+    hand_made = bench.Table([{"label": "by hand", "iqr": 0.0}])  # a row without a Timing: its figure as given
+    assert "0 ns" in hand_made.format(["label", "iqr"])
+
+
+def test_the_courses_warnings_are_shown_without_the_kernels_file_name():
+    """Python shows a warning as ``file:line: Category: message`` plus the source line; in a notebook the file is
+    the kernel's temporary file. The course's own warnings show only their class and message; others are
+    untouched, and the place a warning was raised at stays on its record (for filters)."""
+    cell = "/tmp/ipykernel_4242/1234567890.py"
+    shown = warnings.formatwarning("timing on cpu: too noisy", bench.NoisyTimingWarning, cell, 3, "t = bench.x()")
+    assert shown == "NoisyTimingWarning: timing on cpu: too noisy\n"
+    other = warnings.formatwarning("something else", UserWarning, cell, 3, "t = bench.x()")
+    assert other.startswith(f"{cell}:3: UserWarning: something else")
+    cpu = SimulatedDevice("cpu")
+    with cpu.active(), pytest.warns(bench.NoisyTimingWarning) as caught:
+        bench.time_callable(cpu.kernel(0.05), "cpu", min_run_time=0.01, max_run_time=0.04)
+    record = caught[0]
+    assert record.filename == __file__  # raised at the caller's line, as stacklevel says
+    shown = warnings.formatwarning(record.message, record.category, record.filename, record.lineno, record.line)
+    assert shown.startswith("NoisyTimingWarning: ") and __file__ not in shown
