@@ -91,6 +91,14 @@ c.GenerateFeedback.preprocessors = [FeedbackOutputs, ClearHiddenTests] + [
     p for p in GenerateFeedback.class_traits()["preprocessors"].default() if p is not ClearHiddenTests
 ]
 
+# Nothing a learner submits runs in a browser that shows it (issue 45): every notebook rendered as HTML (formgrader's
+# submission view, feedback pages) goes through nbconvert's SanitizeHTML, tightened for nbgrader's templates
+# (course_tools/grading/safe_html.py). The instructor view adds a Content-Security-Policy to formgrader's pages
+# (course_tools/grading/formgrader_guard.py); `python -m course_tools feedback` puts one into each feedback page.
+from course_tools.grading.safe_html import SafeNotebookHTML  # noqa: E402
+
+c.HTMLExporter.preprocessors = [SafeNotebookHTML]
+
 # Laptops and an LMS (INSTRUCTORS.md, "Laptops and an LMS"): `nbgrader zip_collect <assignment>` reads what the
 # LMS handed back from downloaded/<assignment>/archive/ (archives are unpacked, archives inside them too) and
 # takes the student id from each notebook's path, either shape:
