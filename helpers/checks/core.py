@@ -24,10 +24,15 @@ from typing import Any
 
 import torch
 
+from helpers.checks import display
 from helpers.checks.delegation import forbid_course_versions
 from helpers.checks.failure import CheckFailed
 from helpers.device import explain_device_error
 from helpers.i18n import _
+
+# In a notebook, a failed check shows the learner's line and its message, not a traceback through this package;
+# a learner's own error under a check keeps their frames only (helpers/checks/display.py says how and why).
+display.install()
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
