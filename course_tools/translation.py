@@ -13,9 +13,13 @@ read and written with Babel (``babel.messages``), the library Jinja, Flask and S
   suite fails on any (``tests/course/test_translation.py``), so an English edit fails CI until its Korean entry is
   updated: a reader never gets Korean that says something the English no longer says. It also holds the
   edition to one voice: a glossary term the Korean left out, a second Korean word for a glossary term
-  (:func:`variant_problems`, the glossary's column of rejected variants) and the formal ``-십시오`` register
-  (:func:`register_problems`: the edition writes ``-세요``) are problems too; :func:`message_problems`
-  applies the same two rules to the helpers' messages when it is given the glossary.
+  (:func:`variant_problems`, the glossary's column of rejected variants), the formal ``-십시오`` register
+  (:func:`register_problems`: the edition writes ``-세요``), an English colon after a Korean sentence ending
+  (:func:`colon_problems`: "…합니다: …" is English punctuation, Korean ends the sentence) and a gloss on a
+  transliteration (:func:`gloss_problems`: 커널(kernel) says the same word twice) are problems too;
+  :func:`message_problems` applies the same rules to the helpers' messages when it is given the glossary.
+  A quotation of the source lesson (``*"…"*``, :data:`_QUOTE`) is the lesson's own words and none of these
+  rules' business; :func:`quote_problems` holds it to those words instead.
 * :func:`korean_notebook` builds the Korean instructor notebook from the English one and the catalog:
   markdown replaced, code cells unchanged, one tagged setting cell before the opening cell that selects the
   language for the helpers' messages (:data:`SETTING_CELL`). Where an entry cannot be used (only while a
@@ -37,8 +41,9 @@ import nbformat
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
-__all__ = ["LANGUAGE", "SETTING_CELL", "SETTING_TAG", "Term", "catalog_path", "edition_root", "glossary",
-           "korean_notebook", "load", "problems", "register_problems", "save", "update", "variant_problems"]
+__all__ = ["LANGUAGE", "SETTING_CELL", "SETTING_TAG", "Term", "catalog_path", "colon_problems", "edition_root",
+           "gloss_problems", "glossary", "korean_notebook", "load", "problems", "quote_problems", "register_problems",
+           "save", "source_lesson", "update", "variant_problems"]
 
 LANGUAGE = "ko"
 SETTING_TAG = "language"
@@ -121,7 +126,8 @@ class Term:
     ``allowed`` phrases (``+``) contain a variant but are right (활성화 함수, an activation function).
     ``required`` is False for an English word with other senses (``~`` in the glossary: torchrun *launches*
     processes, NaN *spreads*): its Korean term is not asked for wherever the word appears, only its variants
-    are refused."""
+    are refused. ``transliterated`` (``=`` before the Korean term: =커널) marks Korean that is the English word
+    sounded out, which is never glossed: 커널(kernel) says one word twice (:func:`gloss_problems`)."""
 
     english: str
     korean: str
@@ -129,23 +135,25 @@ class Term:
     banned: tuple[str, ...] = ()
     allowed: tuple[str, ...] = ()
     required: bool = True
+    transliterated: bool = False
 
 
 def glossary(root: Path, language: str = LANGUAGE) -> list[Term]:
     """The terms of ``translations/<language>/glossary.tsv``: one per line, tab-separated English term (``~``
-    before one with other senses), Korean term, rejected Korean variants (comma-separated, ``!`` before one that
-    is wrong everywhere, ``+`` before a phrase that contains a variant and is right) and a note; ``#`` lines are
-    comments."""
+    before one with other senses), Korean term (``=`` before a transliteration), rejected Korean variants
+    (comma-separated, ``!`` before one that is wrong everywhere, ``+`` before a phrase that contains a variant and
+    is right) and a note; ``#`` lines are comments."""
     terms = []
     for line in (root / "translations" / language / "glossary.tsv").read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             english, korean, variants, *_ = line.split("\t") + ["", ""]
             variants = [v.strip() for v in variants.split(",") if v.strip()]
-            terms.append(Term(english.strip().lstrip("~").strip(), korean.strip(),
+            terms.append(Term(english.strip().lstrip("~").strip(), korean.strip().lstrip("=").strip(),
                               rejected=tuple(v for v in variants if v[0] not in "!+"),
                               banned=tuple(v[1:].strip() for v in variants if v.startswith("!")),
                               allowed=tuple(v[1:].strip() for v in variants if v.startswith("+")),
-                              required=not english.strip().startswith("~")))
+                              required=not english.strip().startswith("~"),
+                              transliterated=korean.strip().startswith("=")))
     return terms
 
 
@@ -163,6 +171,46 @@ def _prose(markdown: str) -> str:
     markdown = _FENCED.sub(" ", markdown)
     markdown = _CODE_SPAN.sub(" ", markdown)
     return re.sub(r"\]\([^)]*\)", "] ", markdown)
+
+
+#: A quotation of the source lesson, as the chapters write one: in italics and quotation marks, *"…"* (bold
+#: inside it allowed, never across a blank line). Its words are the lesson's: the Korean edition quotes the
+#: Korean lesson as it is (그래디언트, 커널 실행, a colon where it put one), so the edition's style rules
+#: (:func:`style_problems`) skip it, and :func:`quote_problems` checks that it is the lesson's words.
+_QUOTE = re.compile(r'(?<!\*)\*"((?:(?!\n\s*\n).)+?)"\*(?!\*)', re.S)
+_HANGUL = re.compile(r"[가-힣]")
+
+
+def _own_words(korean: str) -> str:
+    """The Korean prose that is the edition's own: outside code and outside quotations of the source lesson."""
+    return _prose(_QUOTE.sub(" ", korean))
+
+
+def _flat(text: str) -> str:
+    """Text as words only: no Markdown emphasis or code marks, every run of white space one space."""
+    return " ".join(re.sub(r"\*\*|`", "", text).split())
+
+
+def source_lesson(root: Path) -> str:
+    """The Korean lesson the course follows (``docs/source/9-1_gpu_lesson.ko.txt``): what a quotation quotes."""
+    return (root / "docs" / "source" / "9-1_gpu_lesson.ko.txt").read_text(encoding="utf-8")
+
+
+def quote_problems(korean: str, source: str) -> list[str]:
+    """Quotations in ``korean`` (``*"…"*`` with Hangul in them) whose words are not the source lesson's.
+
+    A quotation may leave words out with "…" and mark code (`` `nvcc --version` ``) or emphasis; every piece
+    between the ellipses must be in the lesson as it is written. A quotation in English (torch's documentation,
+    an error message) is not the lesson's and not checked here."""
+    lesson = _flat(source)
+    found = []
+    for quote in _QUOTE.findall(korean):
+        if not _HANGUL.search(quote):
+            continue
+        pieces = [piece.strip(" ,.") for piece in re.split(r"…|\.\.\.", _flat(quote))]
+        if any(piece and piece not in lesson for piece in pieces):
+            found.append(_flat(quote)[:60])
+    return found
 
 
 def _uses(prose: str, term: str, endings: str = "s|es") -> bool:
@@ -183,13 +231,13 @@ def variant_problems(english: str, korean: str, terms: Iterable[Term] | Mapping[
     A rejected variant counts where the English (prose, any ending: launch, launches, launched) uses the term,
     a banned one anywhere. The Korean term itself and the term's allowed phrases are taken out first, so a
     variant inside them (층 in 계층, 원본 in 원본 문서, 활성화 in 활성화 함수) is not one. Code spans and link
-    targets are not prose: `tensor.shape` names no 모양."""
+    targets are not prose: `tensor.shape` names no 모양; a quotation of the source lesson is the lesson's words."""
     en = _prose(english).lower()
     found = []
     for t in _terms(terms):
         if not (t.banned or t.rejected):
             continue
-        ko = _prose(korean)
+        ko = _own_words(korean)
         for right in sorted({t.korean, *t.allowed} - {""}, key=len, reverse=True):
             ko = ko.replace(right, " ")
         wrong = [v for v in t.banned if v in ko]
@@ -206,23 +254,56 @@ _FORMAL = re.compile(r"[가-힣]*(?:십시오|십니까)")
 
 def register_problems(korean: str) -> list[str]:
     """Words of the Korean prose in the -십시오 register, which the edition does not use ("실행하십시오")."""
-    return list(dict.fromkeys(_FORMAL.findall(_prose(korean))))
+    return list(dict.fromkeys(_FORMAL.findall(_own_words(korean))))
+
+
+#: A Korean sentence ending (합니다, 하세요, 할까요, 하나요) followed by an English colon: "…없습니다: 스텝의 FLOP…".
+#: Korean ends the sentence there ("…없습니다. 스텝의 FLOP…", "…다음과 같습니다."); a colon after a noun
+#: ("받은 값: {x}", "오류 메시지: {err}") is Korean too and not matched.
+_COLON = re.compile(r"[가-힣]*(?:니다|세요|까요|나요)\s*:(?!:)")
+
+
+def colon_problems(korean: str) -> list[str]:
+    """Sentence endings of the Korean prose followed by an English colon ("실행될 수 없습니다:")."""
+    return list(dict.fromkeys(" ".join(hit.split()) for hit in _COLON.findall(_own_words(korean))))
+
+
+def gloss_problems(korean: str, terms: Iterable[Term] | Mapping[str, str]) -> list[str]:
+    """Transliterations glossed with their own English word (머신(machine), 커널 런치(launch)): the glossary's
+    ``=`` terms. A real translation is glossed once per chapter (변화도(gradient)); a transliteration is the
+    English word already."""
+    ko = _own_words(korean)
+    found = []
+    for t in _terms(terms):
+        if t.transliterated and t.korean:
+            pattern = rf"{re.escape(t.korean)}\s*\(\s*{re.escape(t.english)}(?:s|es)?\b"
+            found += [f"{t.korean}({t.english})"] if re.search(pattern, ko, re.I) else []
+    return found
 
 
 def style_problems(english: str, korean: str, terms: Iterable[Term] | Mapping[str, str]) -> list[str]:
-    """The edition's voice in one translation: a second Korean word for a glossary term, the -십시오 register."""
+    """The edition's voice in one translation: a second Korean word for a glossary term, the -십시오 register,
+    an English colon after a sentence ending, a gloss on a transliteration. Quotations of the source lesson are
+    left out: their words are the lesson's (:func:`quote_problems`)."""
     variants = variant_problems(english, korean, terms)
     formal = register_problems(korean)
+    colons = colon_problems(korean)
+    glosses = gloss_problems(korean, terms)
     return ([f"one Korean term per glossary term: {'; '.join(variants)}"] if variants else []) + \
-           ([f"-십시오 register (the edition writes -세요): {', '.join(formal)}"] if formal else [])
+           ([f"-십시오 register (the edition writes -세요): {', '.join(formal)}"] if formal else []) + \
+           ([f"a colon after a sentence ending (end the sentence with a period): {', '.join(colons)}"]
+            if colons else []) + \
+           ([f"a gloss on a transliteration (write the Korean alone): {', '.join(glosses)}"] if glosses else [])
 
 
 def problems(catalog: Catalog, nb: nbformat.NotebookNode,
-             terms: Iterable[Term] | Mapping[str, str] | None = None) -> list[str]:
+             terms: Iterable[Term] | Mapping[str, str] | None = None, source: str | None = None) -> list[str]:
     """Every reason the catalog cannot stand for ``nb``'s English, one line each (empty: usable).
 
     ``terms`` (the :func:`glossary`) adds the edition's one term per idea: glossary terms left out, second
-    Korean words for a term. The -십시오 register is a problem with or without it."""
+    Korean words for a term, glosses on transliterations. The -십시오 register and a colon after a sentence
+    ending are problems with or without it. ``source`` (:func:`source_lesson`) adds quotations of the lesson
+    that are not its words."""
     terms = _terms(terms)
     found = []
     entries = {m.context: m for m in catalog if m.id}
@@ -246,6 +327,9 @@ def problems(catalog: Catalog, nb: nbformat.NotebookNode,
             if misses:
                 found.append(f"cell {cell.id}: glossary terms not used: {'; '.join(misses)}")
             found += [f"cell {cell.id}: {line}" for line in style_problems(m.id, m.string, terms)]
+            if source is not None:
+                found += [f"cell {cell.id}: a quotation of the source lesson that is not its words: {quote!r}"
+                          for quote in quote_problems(m.string, source)]
     found += [f"entry {ctx}: no such markdown cell any more" for ctx in entries]
     return found
 
@@ -309,7 +393,8 @@ def run(command: str, root: Path, only: Iterable[str] = ()) -> int:
             nbformat.write(korean_notebook(nb, old or Catalog(locale=LANGUAGE)), out)
             print(f"built {out.relative_to(root)}")
         elif command == "check":
-            found = problems(old, nb, glossary(root)) if old is not None else [f"{path.relative_to(root)}: no catalog"]
+            found = (problems(old, nb, glossary(root), source_lesson(root)) if old is not None
+                     else [f"{path.relative_to(root)}: no catalog"])
             for line in found:
                 print(f"{chapter}: {line}")
             status |= bool(found)

@@ -369,3 +369,95 @@ def test_a_hidden_checks_label_is_not_shipped_in_the_catalog():
     source = ('check(x, tr("a visible case"))\n### BEGIN HIDDEN TESTS\ncheck(y, tr("a secret case"))\n'
               '### END HIDDEN TESTS\npassed(tr("after"))\n')
     assert [text for _line, text in tr.notebook_messages(source)] == ["a visible case", "after"]
+
+
+# --------------------------------------------------------------------------- punctuation, glosses, quotations
+
+
+TRANSLITERATED = [tr.Term("machine", "머신", transliterated=True), tr.Term("kernel", "커널", transliterated=True),
+                  tr.Term("launch", "런치", required=False, transliterated=True),
+                  tr.Term("gradient", "변화도", banned=("그래디언트",))]
+
+
+@pytest.mark.parametrize("korean, found", [
+    ("스텝은 더 빨리 끝날 수 없습니다: 스텝의 FLOP을 나눈 값입니다.", ["없습니다:"]),
+    ("다음 셀을 실행하세요:\n\n- 하나", ["실행하세요:"]),
+    ("값은 다음과 같습니다.\n\n- 하나", []),
+    ("받은 값: {x}. 오류 메시지: {err}", []),  # a colon after a noun is Korean too
+    ("`print('합니다:')`를 보세요.", []),  # code is not prose
+])
+def test_a_colon_after_a_korean_sentence_ending_is_named(korean, found):
+    assert tr.colon_problems(korean) == found
+
+
+@pytest.mark.parametrize("korean, found", [
+    ("이 머신(machine)의 커널(kernels)을 봅니다.", ["머신(machine)", "커널(kernel)"]),
+    ("커널 런치(launch)가 병목입니다.", ["런치(launch)"]),
+    ("변화도(gradient)를 더합니다. 이 머신(CPU 2개)에서 커널을 봅니다.", []),  # a translation's gloss; not a gloss
+])
+def test_a_gloss_on_a_transliteration_is_named(korean, found):
+    assert tr.gloss_problems(korean, TRANSLITERATED) == found
+
+
+def test_the_glossary_marks_its_transliterations():
+    terms = {t.english: t for t in tr.glossary(ROOT)}
+    assert terms["kernel"].transliterated and terms["kernel"].korean == "커널"
+    assert terms["machine"].transliterated and terms["launch"].transliterated and not terms["launch"].required
+    assert not terms["gradient"].transliterated and not terms["device"].transliterated
+
+
+def test_a_planted_colon_and_gloss_fail_every_chapters_check_and_the_messages_check():
+    """What the third Korean review found in chapter 09 (27 colons, 11 glosses) fails the check of any chapter, and
+    of the helpers' messages, with the glossary the course uses."""
+    terms = tr.glossary(ROOT)
+    planted = "이 머신(machine)은 빠르지 않습니다: 커널(kernel)을 봅니다."
+    for chapter in CHAPTERS:
+        catalog = tr.load(tr.catalog_path(ROOT, chapter))
+        entry = next(m for m in catalog if m.id and m.string)
+        entry.string = planted + "\n\n" + entry.string
+        found = [line for line in tr.problems(catalog, english(chapter), terms) if line.startswith(f"cell {entry.context}:")]
+        assert f"cell {entry.context}: a colon after a sentence ending (end the sentence with a period): 않습니다:" in found
+        glosses = [line.rsplit(": ", 1)[1] for line in found if "a gloss on a transliteration" in line]
+        assert glosses and set(glosses[0].split(", ")) == {"머신(machine)", "커널(kernel)"}, chapter
+    template, catalog = Catalog(locale="ko"), Catalog(locale="ko")
+    template.add("the machine is slow, {n}")
+    catalog.add("the machine is slow, {n}", "머신(machine)이 느립니다: {n}")
+    assert [line.split(": ", 2)[2] for line in tr.message_problems(catalog, template, terms)] == [
+        "a colon after a sentence ending (end the sentence with a period): 느립니다:",
+        "a gloss on a transliteration (write the Korean alone): 머신(machine)"]
+
+
+LESSON = tr.source_lesson(ROOT)
+
+
+def test_a_quotation_of_the_source_lesson_is_exempt_from_the_style_rules_and_held_to_its_words():
+    """The lesson says 그래디언트, which the glossary bans: quoted, it is the lesson's word; outside a quotation, or in
+    a "quotation" the lesson never wrote, it is the edition's and fails."""
+    english = "*\"Each GPU trains a part of the model.\"* Not in DDP: gradients are averaged."
+    quoted = "*\"각 GPU에서 모델의 일부를 학습하고, 그래디언트를 동기화합니다.\"* DDP에서는 변화도를 평균냅니다."
+    assert tr.variant_problems(english, quoted, TRANSLITERATED) == []
+    assert tr.quote_problems(quoted, LESSON) == []
+    unquoted = quoted.replace("*\"", "").replace("\"*", "")
+    assert tr.variant_problems(english, unquoted, TRANSLITERATED) == ["gradient -> 변화도, not 그래디언트"]
+    invented = "*\"각 GPU가 모델의 일부를 학습하며 그래디언트를 맞춘다.\"* DDP에서는 변화도를 평균냅니다."
+    assert tr.quote_problems(invented, LESSON) == ["각 GPU가 모델의 일부를 학습하며 그래디언트를 맞춘다."]
+    shortened = "*\"`num_workers` 옵션을 사용하여 데이터 로딩을 병렬화하여 속도를 향상시킬 수 있지만, …\"*"
+    assert tr.quote_problems(shortened, LESSON) == []  # code marks and an ellipsis keep the lesson's words
+    assert tr.quote_problems("*\"even if there is only a single node\"*", LESSON) == []  # English: not the lesson's
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_korean_chapters_quote_the_source_lesson_in_its_own_words(chapter):
+    """Every Korean quotation (*"…"* with Hangul) is the lesson's own sentence (docs/source/9-1_gpu_lesson.ko.txt),
+    not a back-translation of the English paraphrase: a reader holding the lesson finds the words there."""
+    found = {m.context: hits for m in _translations(tr.load(tr.catalog_path(ROOT, chapter)))
+             if (hits := tr.quote_problems(m.string, LESSON))}
+    assert not found, f"{chapter}: quotations that are not the lesson's words: {found}"
+
+
+def test_the_chapters_that_quote_the_lesson_still_do():
+    quoting = {"01_why_gpus": 1, "02_devices": 4, "04_dataloader": 3, "06_multi_gpu": 2, "07_troubleshooting": 2}
+    for chapter, least in quoting.items():
+        quotes = [q for m in _translations(tr.load(tr.catalog_path(ROOT, chapter)))
+                  for q in tr._QUOTE.findall(m.string) if tr._HANGUL.search(q)]
+        assert len(quotes) >= least, (chapter, quotes)

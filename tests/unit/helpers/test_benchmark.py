@@ -325,3 +325,20 @@ def test_the_courses_warnings_are_shown_without_the_kernels_file_name():
     assert record.filename == __file__  # raised at the caller's line, as stacklevel says
     shown = warnings.formatwarning(record.message, record.category, record.filename, record.lineno, record.line)
     assert shown.startswith("NoisyTimingWarning: ") and __file__ not in shown
+
+
+def test_a_speed_up_ratio_is_written_as_the_language_writes_it():
+    """"10.8x" in English, "10.8배" in Korean: the ratio's format is a catalog message like the sentence around it."""
+    from helpers import i18n
+
+    fast = bench.Timing.from_times([1e-3] * 5, label="fast")
+    slow = bench.Timing.from_times([1.084e-2] * 5, label="slow")
+    assert bench._times(1.834) == "1.83x" and bench._times(10.84) == "10.8x" and bench._times(123.4) == "123x"
+    chosen = i18n._chosen
+    try:
+        i18n._chosen = "ko"
+        assert bench._times(1.834) == "1.83배" and bench._times(10.84) == "10.8배" and bench._times(123.4) == "123배"
+        sentence = bench.compare(fast, slow).sentence()
+    finally:
+        i18n._chosen = chosen
+    assert "10.8배" in sentence and "x" not in sentence.replace("fast", "").replace("slow", "")
