@@ -505,8 +505,9 @@ def message_problems(catalog: Catalog, template: Catalog,
                      terms: Iterable[Term] | Mapping[str, str] | None = None) -> list[str]:
     """Why ``helpers.po`` cannot be compiled as it is: messages missing, untranslated, fuzzy, placeholders changed.
 
-    Given ``terms`` (the :func:`glossary`), also a message that gives a glossary term a second Korean word or is
-    in the -십시오 register (the chapters' rules; a message is not asked to use every glossary term)."""
+    Given ``terms`` (the :func:`glossary`), also a message that breaks the chapters' style rules
+    (:func:`style_problems`: a second Korean word for a glossary term, the -십시오 register, a colon after a
+    sentence ending, a gloss on a transliteration); a message is not asked to use every glossary term."""
     terms = _terms(terms)
     found = []
     have = {m.id: m for m in catalog if m.id}
