@@ -111,13 +111,14 @@ def short_failure(shell: Any, value: BaseException, tb: types.TracebackType | No
     """The lines a failed check shows: the learner's line that ran it, then the message (no frame of the course).
 
     The learner's line is the innermost frame of their own code (their cell, or their function where it called
-    the course's code); else the outermost frame after the ``skip`` entries of IPython's own.
+    the course's code); else the outermost frame after the ``skip`` entries of IPython's own that is not the
+    course's; else none, and the message alone.
     """
     entries = _entries(tb)[skip:]
     theirs = [e for e in entries if not _file(e).startswith(_NOT_THEIRS)]
     lines = []
-    where = theirs[-1] if theirs else (entries[0] if entries else None)
-    if where is not None:
+    where = theirs[-1] if theirs else next((e for e in entries if not _course(e)), None)
+    if where is not None and where.tb_lineno is not None:
         source = linecache.getline(where.tb_frame.f_code.co_filename, where.tb_lineno,
                                    where.tb_frame.f_globals).strip()
         lines.append(f"{_GREEN}{_place(shell, where)}{_RESET}")

@@ -58,7 +58,8 @@ def shell(monkeypatch):
         ipython.cleanup()
         main, sys.displayhook, sys.excepthook, names = saved
         sys.modules["__main__"] = main
-        builtins.__dict__.clear()
+        for added in set(builtins.__dict__) - set(names):
+            del builtins.__dict__[added]
         builtins.__dict__.update(names)
 
 
