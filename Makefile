@@ -106,10 +106,12 @@ test-torch-floor: $(FLOOR_STAMP)
 	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest $(FLOOR_PYTEST) $(PYTEST_ARGS)
 	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest -n 0 $(FAKE_CUDA_TESTS) $(PYTEST_ARGS)
 
-# Every generated tree in one command: notebooks/ from solutions/, the Korean catalogs in step with the English
+# Every generated tree in one command: the Colab badges and cells from pyproject.toml's Repository (none without it),
+# notebooks/ from solutions/, the Korean catalogs in step with the English
 # (translations/ko/*.po), the Korean solutions and notebooks and the helpers' compiled messages, then what is left
 # to translate (a translator's work: the Korean edition shows the English until then; CI fails on it).
 release: $(STAMP)
+	$(PY) -m course_tools colab
 	$(PY) -m course_tools release
 	$(PY) -m course_tools translate update
 	$(PY) -m course_tools translate build

@@ -15,7 +15,13 @@ A fork sets it to its own address and runs ``python -m course_tools colab``, whi
   by both editions, and runs before the Korean edition chooses its language (and before the helpers
   exist on Colab): what it prints is written twice, English then Korean (:data:`COLAB_CODE`);
 
-then ``python -m course_tools release`` carries the cells into ``notebooks/``. Colab has no nbgrader
+then ``python -m course_tools release`` carries the cells into ``notebooks/`` (``make release`` runs this command
+first, so the links always come from the setting).
+
+**No setting, no Colab**: without a ``Repository`` address (or with the template's ``your-account`` placeholder)
+nothing a learner opens points anywhere: the badge tables become a note saying how to turn them on, and the
+Colab cells are taken out of every chapter. A learner who followed a placeholder link got a 404 on Colab (issue
+48: 22 files pointed at ``github.com/your-account/...``). Colab has no nbgrader
 extension (no Validate button, no Assignments tab); the note says so: the checks run in the cells.
 """
 
@@ -28,7 +34,7 @@ from pathlib import Path
 import nbformat
 
 __all__ = ["BADGES_BEGIN", "BADGES_END", "COLAB_TAG", "READMES", "badge_link", "badges_block", "colab_cells",
-           "colab_requirements", "repository", "update"]
+           "colab_requirements", "repository", "update", "NO_BADGES"]
 
 COLAB_TAG = "colab"
 BADGES_BEGIN, BADGES_END = "<!-- colab-badges -->", "<!-- /colab-badges -->"
@@ -36,11 +42,19 @@ BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 GITHUB = re.compile(r"^https://github\.com/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+?)(?:\.git)?/?$")
 
 
-def repository(root: Path) -> tuple[str, str, str]:
-    """``(address, owner, repo)`` from pyproject.toml's ``[project.urls] Repository``."""
+#: the template's stand-in owner: an address with it is no address
+PLACEHOLDER_OWNER = "your-account"
+
+
+def repository(root: Path) -> tuple[str, str, str] | None:
+    """``(address, owner, repo)`` from pyproject.toml's ``[project.urls] Repository``; None where none is set."""
     urls = tomllib.loads((Path(root) / "pyproject.toml").read_text())["project"].get("urls", {})
     address = urls.get("Repository", "")
+    if not address:
+        return None
     found = GITHUB.match(address)
+    if found and found["owner"] == PLACEHOLDER_OWNER:
+        return None
     if not found:
         raise ValueError(f"pyproject.toml [project.urls] Repository is {address!r}; set it to the course's GitHub "
                          "address, https://github.com/<owner>/<repo> (your fork's), then run `python -m course_tools colab`")
@@ -56,9 +70,23 @@ def badge_link(owner: str, repo: str, chapter: str, folder: str = "notebooks") -
     return f"https://colab.research.google.com/github/{owner}/{repo}/blob/main/{folder}/{chapter}/{chapter}.ipynb"
 
 
+#: what the README shows instead of badges when no repository is set
+NO_BADGES = {
+    "README.md": "No Colab badges yet: this copy of the course names no repository (`[project.urls] Repository` in "
+                 "`pyproject.toml`). Set it to the course's GitHub address, then run `.venv/bin/python -m "
+                 "course_tools colab` and `make release`.",
+    "README.ko.md": "아직 Colab 배지가 없습니다. 이 강좌 사본에는 저장소 주소(`pyproject.toml`의 `[project.urls] "
+                    "Repository`)가 없습니다. 강좌의 GitHub 주소를 넣은 다음 `.venv/bin/python -m course_tools colab`과 "
+                    "`make release`를 실행하세요.",
+}
+
+
 def badges_block(root: Path, chapters: list[str], readme: str = "README.md") -> str:
-    """``readme``'s badge table, markers included."""
-    _, owner, repo = repository(root)
+    """``readme``'s badge table, markers included; a note saying how to get one where no repository is set."""
+    found = repository(root)
+    if found is None:
+        return "\n".join([BADGES_BEGIN, NO_BADGES[readme], BADGES_END])
+    _, owner, repo = found
     folder, header = READMES[readme]
     rows = [f"| `{ch}` | [![Open {ch} in Colab]({BADGE_IMAGE})]({badge_link(owner, repo, ch, folder)}) |"
             for ch in chapters]
@@ -120,8 +148,11 @@ def colab_cells(address: str, runtime: list[str], floor: str) -> list[nbformat.N
 
 
 def _with_colab_cells(nb: nbformat.NotebookNode, fresh: list[nbformat.NotebookNode]) -> bool:
-    """Put fresh Colab cells after the title cell (replacing old ones); True when the notebook changed."""
+    """Put fresh Colab cells after the title cell (replacing old ones; none: removing them); True when changed."""
     old = [c for c in nb.cells if COLAB_TAG in c.metadata.get("tags", [])]
+    if not fresh:
+        nb.cells = [c for c in nb.cells if all(c is not o for o in old)]
+        return bool(old)
     fresh = [nbformat.from_dict(c) for c in fresh]  # a copy per notebook
     if [(c.cell_type, c.source) for c in old] == [(c.cell_type, c.source) for c in fresh]:
         return False
@@ -138,7 +169,7 @@ def update(root: Path, chapters: list[str]) -> list[Path]:
 
     README.md must exist; README.ko.md is rewritten where it exists (a copy of the course may lack it)."""
     root = Path(root)
-    address, _, _ = repository(root)
+    found = repository(root)
     changed = []
     pattern = re.compile(re.escape(BADGES_BEGIN) + ".*?" + re.escape(BADGES_END), re.S)
     for name in READMES:
@@ -155,7 +186,8 @@ def update(root: Path, chapters: list[str]) -> list[Path]:
     for chapter in chapters:
         path = root / "solutions" / chapter / f"{chapter}.ipynb"
         nb = nbformat.read(str(path), as_version=4)
-        if _with_colab_cells(nb, colab_cells(address, *colab_requirements(root))):
+        fresh = colab_cells(found[0], *colab_requirements(root)) if found else []
+        if _with_colab_cells(nb, fresh):
             nbformat.write(nb, str(path))
             changed.append(path)
     return changed

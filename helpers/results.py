@@ -215,7 +215,7 @@ def format_value(value: Any, unit: str) -> str:
     if unit == "B":
         return format_bytes(value)
     if unit == "x":
-        return f"{value:.3g}x"
+        return _("{ratio}x").format(ratio=f"{value:.3g}")
     if unit == "%":
         return f"{value:.0%}"
     return str(value)
@@ -334,9 +334,10 @@ def _runs_for(chapter: str, keys: list[str], mine: dict[str, Any] | None, root: 
 
 def _text(chapter: str, keys: list[str], mine: dict[str, Any], mine_label: str, runs: list[StoredResults]) -> str:
     if not runs:
-        return _("No stored GPU result for {chapter}: `make gpu-check` has not been run on a GPU for this copy "
-                 "of the course (results/ holds none), so there is no measured figure to show here, and no "
-                 "number from a data sheet is shown in its place.").format(chapter=chapter)
+        return _("No stored GPU result for {chapter}: this copy of the course holds no figure measured on a real "
+                 "GPU (results/ is empty), so there is none to show here, and no number from a data sheet is shown "
+                 "in its place. On a machine with a GPU (Colab with a GPU, a workstation) the chapter's own cells measure "
+                 "it there.").format(chapter=chapter)
     numbers = [k for k in keys if FIGURES[chapter][k][0] != "text"]
     lines = []
     if numbers:

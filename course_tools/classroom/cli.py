@@ -23,7 +23,7 @@ import pwd
 import sys
 from pathlib import Path
 
-from course_tools.classroom import permissions
+from course_tools.classroom import exposure, permissions
 
 __all__ = ["main"]
 
@@ -63,22 +63,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def exposed_solutions(exchange: Path, courses: dict[str, Path], learners: list[str], also: list[Path]) -> list[str]:
-    """Solutions a learner can read on the course paths: the exchange, the course folders and ``also``."""
-    from course_tools.classroom.exposure import course_secrets, exposed
-    from course_tools.paths import package_course_root
-
-    sources, package = list(courses.values()), None
-    try:
-        package = package_course_root()  # the instructor's checkout: its solutions/ and helpers/ say what is secret
-        sources.append(package)
-    except SystemExit:
-        pass
-    secrets = course_secrets(sources, package)
-    work = tuple(exchange / course_id / sub for course_id in courses for sub in ("inbound", "feedback"))
-    return exposed([exchange, *courses.values(), *also], learners, secrets, skip=work)
-
-
 def main(argv: list[str]) -> int:
     try:
         args = _parser().parse_args(argv)
@@ -101,8 +85,8 @@ def main(argv: list[str]) -> int:
     rules = permissions.plan(args.exchange.absolute(), dict(args.course), args.instructor, args.learners,
                              args.graders_group)
     if args.action == "check":
-        found = permissions.problems(rules) + exposed_solutions(args.exchange.absolute(), dict(args.course),
-                                                                args.learners, args.also)
+        found = permissions.problems(rules) + exposure.exposed_solutions(args.exchange.absolute(), dict(args.course),
+                                                                         args.learners, args.also)
         print("\n".join(found) if found else f"classroom: all {len(rules)} paths are as `secure` makes them, and "
                                                "no solution on the course paths is readable by a learner")
         return 1 if found else 0

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from course_tools.grading.hidden import scan_file, secret_lines
 from course_tools.grading.shown import shown
+from course_tools.paths import package_course_root
 
-__all__ = ["Reader", "exposed", "course_secrets"]
+__all__ = ["Reader", "course_secrets", "exposed", "exposed_solutions"]
 
 MAX_BYTES = 20 * 1024 * 1024
 TEXT_SUFFIXES = {".ipynb", ".py", ".md", ".txt", ".json", ".zip", ".html", ".po", ".pot", ".yml", ".yaml", ".csv",
@@ -146,3 +147,16 @@ def _secret(path: Path, st: os.stat_result, in_solutions: bool, secrets: list[st
 def _found(findings: dict[str, str], path: Path, readers: list[Reader], why: str) -> None:
     names = ", ".join(r.login for r in readers[:3]) + (f" and {len(readers) - 3} more" if len(readers) > 3 else "")
     findings[shown(str(path))] = f"{names}: {why}"
+
+
+def exposed_solutions(exchange: Path, courses: dict[str, Path], learners: list[str], also: list[Path]) -> list[str]:
+    """Solutions a learner can read on the course paths: the exchange, the course folders and ``also``."""
+    sources, package = list(courses.values()), None
+    try:
+        package = package_course_root()  # the instructor's checkout: its solutions/ and helpers/ say what is secret
+        sources.append(package)
+    except SystemExit:
+        pass
+    secrets = course_secrets(sources, package)
+    work = tuple(exchange / course_id / sub for course_id in courses for sub in ("inbound", "feedback"))
+    return exposed([exchange, *courses.values(), *also], learners, secrets, skip=work)

@@ -234,7 +234,7 @@ def learner_source(python: Path) -> Path | None:
 
 def exposure(s: Settings) -> list[str]:
     """Every solution a learner could read on what the hub gives them, or why it cannot tell."""
-    from course_tools.classroom.cli import exposed_solutions
+    from course_tools.classroom.exposure import exposed_solutions
 
     source = learner_source(s.learner_python)
     if source is None:
