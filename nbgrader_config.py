@@ -77,6 +77,10 @@ c.GradingLimits.sandbox = True
 c.GradingLimits.feedback_message_chars = 300
 c.GradingLimits.memory_mb = 4096
 c.GradingLimits.output_kb = 256
+# the sandbox's /tmp and /dev/shm (tmpfs) and the largest file the learner's code may write; what the grader
+# reads back from the kernel for a grade cell (INSTRUCTORS.md, "Limits on every submission")
+c.GradingLimits.scratch_mb = 512
+c.GradingLimits.export_mb = 256
 c.Autograde.autograde_preprocessors = [
     LimitedExecute if p is Execute else p for p in Autograde.class_traits()["autograde_preprocessors"].default()
 ]
