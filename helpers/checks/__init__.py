@@ -3,7 +3,9 @@
 Floors: ``failure`` (CheckFailed), ``patching`` (the one patching utility)
 and ``fakes`` (the one fake machine, and the stand-ins built on it) at the
 bottom; ``delegation`` (no exercise passed by calling the course's own
-version) on them; ``core`` (the check_* assertions, solved, passed); then one
+version) and ``display`` (how a failed check looks in a notebook: IPython's
+``set_custom_exc``, installed by ``core``) on them; ``core`` (the check_*
+assertions, solved, passed); then one
 module of verdicts per chapter, ``chNN``. No teaching module imports anything
 from here.
 
