@@ -233,6 +233,9 @@ class Timeline:
         self.offset = 0.0  # virtual seconds minus the host clock's
         self.queue_end, self.busy = [0.0] * count, [0.0] * count
         self.launches = 0
+        #: simulated host seconds charged so far (launches, synchronize, waits, sleeps): the model's own part of a
+        #: host time, which no real Python cost blurs (gpu_sim's model check reads it)
+        self.charged = 0.0
         self.inside = False  #: True while the fake machine's own code runs (:meth:`enter`)
         self._entered = self._last = self._gap = 0.0
         self._left = _host_clock()
@@ -317,6 +320,7 @@ class Timeline:
 
     def _host(self, seconds: float) -> None:
         self.offset += seconds
+        self.charged += seconds
 
     # ---------------------------------------------------------------- the device
     def wait_for(self, index: int) -> None:
