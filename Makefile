@@ -100,7 +100,7 @@ $(FLOOR_STAMP): pyproject.toml .ci/floor-venv $(DEV_STAMP)
 # gpu_model.py), and what a real GPU should print there (tests/support/gpu_sim.py). It needs a CUDA build of torch,
 # so it runs in the floor venv; each chapter in a Python of its own, one at a time: the simulated host clock is the
 # main thread's CPU time, which two chapters sharing the 2 cores inflate unevenly (a CI run printed 08's "syncs cost
-# time" backwards on the H100 with two workers; alone it is right). About 10-15 minutes on 2 cores.
+# time" backwards on the H100 with two workers; alone it is right). About 20 minutes on 2 cores.
 gpu-sim: $(FLOOR_STAMP)
 	COURSE_TORCH_FLOOR=$(TORCH_FLOOR) $(FLOOR_VENV)/bin/python -m pytest -n 0 $(GPU_SIM_TESTS) $(PYTEST_ARGS)
 

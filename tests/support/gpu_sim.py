@@ -57,7 +57,10 @@ CHAPTER_EXPECTATIONS: dict[str, list[tuple[str, str | None, str, str]]] = {
     ],
     "08_speed": [
         ("c003", None, r"the call returned is [0-9.]+x faster than the work was done", "the host runs ahead"),
-        ("c013", None, r"train_quietly is [0-9.]+x faster than train_noisily", "host syncs cost time"),
+        # or no conclusion: the simulated host is this machine's Python, and on a slow or busy 2-core machine a
+        # simulated H100 step is host-bound, where syncs cost little; never the reverse verdict
+        ("c013", None, r"train_quietly is [0-9.]+x faster than train_noisily|"
+                       r"train_quietly and train_noisily are within the noise", "host syncs cost time"),
         ("c034", None, r"the fastest optimizer step is AdamW fused", "fused AdamW launches fewest kernels"),
         ("c037", None, r"the first call on a new shape .*cudnn\.benchmark off", "N9: the new shape's contrast"),
     ],
@@ -172,7 +175,9 @@ def ladder_problems(profile_name: str, rungs: list[dict]) -> list[str]:
     problems = [f"{r['rung']}: {r['sentence']}" for r in rungs if not r["known"]]
     by_name = {r["rung"]: r for r in rungs}
     for rung, why in (("autocast", "16-bit tensor cores"),):
-        if rung in by_name and not by_name[rung]["faster"]:
+        # "within the noise" is accepted: on a slow host the simulated H100's step is host-bound (this machine's
+        # Python is the simulated host); a slower autocast rung beyond the noise is not
+        if rung in by_name and not by_name[rung]["faster"] and "within the noise" not in by_name[rung]["sentence"]:
             problems.append(f"the {rung} rung should be faster than the one below ({why}): {by_name[rung]['sentence']}")
     return problems
 
