@@ -403,6 +403,7 @@ def check_fast_no_syncs(fast_step: Callable[..., Any], few: int, many: int, batc
     counts = sorted({1, few, many})
     marks: dict[int, list[int]] = {}
     counted: dict[int, Any] = {}
+    grown = []  # per pair of step counts: (low, high, the places whose count grew)
     for low, high in zip(counts, counts[1:]):
         pair, grows = counted_twice(
             lambda steps: make_train_case(steps, batch, seed), lambda case: _run_marked(fast_step, case, marks),
@@ -410,28 +411,29 @@ def check_fast_no_syncs(fast_step: Callable[..., Any], few: int, many: int, batc
             _("fast_step removed the check's sync counter while it ran, so its host reads cannot be counted: no "
               "points."))
         counted.update(pair)
-        growing = [_("{place} ({low}x with {few} steps, {high}x with {many})").format(
-            place=place, low=n_low, few=low, high=n_high, many=high) for place, n_low, n_high in grows]
-        if growing:
-            raise CheckFailed(_("a host sync runs in every step: {places}. On a GPU each one makes the CPU wait for "
-                                "every queued kernel. Keep each loss on the device (loss.detach()) and read them all "
-                                "once, after the loop: torch.stack(losses).tolist(). Reading the losses one by one "
-                                "after the loop is still one read per step.").format(places="; ".join(growing)))
+        grown.append((low, high, grows))
+    low, high, grows = grown[-1]  # the most steps: a sync in every step grows here
+    growing = [_("{place} ({low}x with {few} steps, {high}x with {many})").format(
+        place=place, low=n_low, few=low, high=n_high, many=high) for place, n_low, n_high in grows]
+    if growing:
+        raise CheckFailed(_("a host sync runs in every step: {places}. On a GPU each one makes the CPU wait for "
+                            "every queued kernel. Keep each loss on the device (loss.detach()) and read them all "
+                            "once, after the loop: torch.stack(losses).tolist(). Reading the losses one by one "
+                            "after the loop is still one read per step.").format(places="; ".join(growing)))
+    top = counts[-1]
+    calls = marks.get(top, [])
+    inside = list(counted[top].events)[calls[0]:calls[-1]] if len(calls) >= 2 else []
+    if inside:
+        places = "; ".join(sorted({str(event) for event in inside}))
+        raise CheckFailed(_("a host sync runs inside the loop, in some steps only: {places} ({n}x in {steps} steps, "
+                            "between the first step's forward and the last one's). Even once (to print the first "
+                            "loss) it makes the CPU wait for the GPU there; keep every loss on the device and read "
+                            "them all once, after the loop.").format(places=places, n=len(inside), steps=top))
+    for low, high, _grows in grown:
         check(len(counted[high]) == len(counted[low]),
               _("the number of host syncs grows with the steps: {low} with {few} steps, {high} with {many} "
                 "({summary}).").format(low=len(counted[low]), few=low, high=len(counted[high]), many=high,
                                         summary=counted[high].summary()))
-    top = counts[-1]
-    calls = marks.get(top, [])
-    if len(calls) >= 2:
-        inside = list(counted[top].events)[calls[0]:calls[-1]]
-        if inside:
-            places = "; ".join(sorted({str(event) for event in inside}))
-            raise CheckFailed(_("a host sync runs inside the loop, in some steps only: {places} ({n}x in {steps} "
-                                "steps, between the first step's forward and the last one's). Even once (to print the "
-                                "first loss) it makes the CPU wait for the GPU there; keep every loss on the device "
-                                "and read them all once, after the loop.").format(places=places, n=len(inside),
-                                                                                  steps=top))
     check(len(counted[top].reads) <= MAX_SYNCS,
           _("{n} host reads after the loop ({summary}); one read of the stacked losses is enough.").format(
               n=len(counted[top].reads), summary=counted[top].summary()))
