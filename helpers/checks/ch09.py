@@ -28,7 +28,6 @@ import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from unittest import mock
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +35,7 @@ from torch import nn
 
 from helpers.checks.ch08 import counted_twice, synchronize_in_loop
 from helpers.checks.core import CheckFailed, check, solved
+from helpers.checks.patching import patched
 from helpers.i18n import N_, _
 
 __all__ = ["check_fast_batched", "check_fast_fused", "check_fast_no_syncs", "check_fast_results",
@@ -256,7 +256,7 @@ def _watch_training(fast_step: Callable[..., Any], model: nn.Module, batches: Se
 
     handles = [model.register_forward_pre_hook(forward), register_optimizer_step_pre_hook(before_step)]
     try:
-        with mock.patch.object(torch.amp.GradScaler, "step", step_through_scaler):
+        with patched([(torch.amp.GradScaler, "step", step_through_scaler)]):  # every spelling of GradScaler
             result = solved(fast_step, model, batches, lr)
     finally:
         for handle in handles:
