@@ -4,8 +4,11 @@ The chapter writes each change out with raw torch first; this module holds what 
 rung, so the notebook and ``make gpu-check`` (``course_tools.gpu_check.measure.measure_09``) time the very
 same steps:
 
-* :class:`Block`: the small but real model (a pre-norm transformer block and a linear head), with the
-  attention written out (``softmax(q kᵀ/√d) v``) or fused (``F.scaled_dot_product_attention``).
+* :class:`Block`: the small but real model (token ids through an embedding, a pre-norm transformer block and
+  a linear head), with the attention written out (``softmax(q kᵀ/√d) v``) or fused
+  (``F.scaled_dot_product_attention``). It reads int64 token ids, as every language-model trainer does: a
+  batch is 128 KiB at the GPU workload, where dense float "embeddings" would be 32 MiB that the loader's
+  workers and pinning thread copy twice a batch, and the ladder would time the loader, not the step.
 * :func:`step_flops`: the FLOPs of one training step (forward and backward) by module, counted by torch's
   ``FlopCounterMode``, which counts a matrix product of (M, K) by (K, N) as 2·M·N·K (a multiply and an add).
 * :func:`measured_peak`: the speed of light, measured: chapter 01's matrix-product sweep on this device and
@@ -34,22 +37,28 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from helpers import benchmark as bench
 from helpers.device import synchronize
-from helpers.i18n import _
+from helpers.i18n import N_, _
 
-__all__ = ["Block", "Peak", "Rung", "RungRun", "StepFlops", "climb", "ladder", "make_data", "measured_peak",
-           "slug", "step_flops", "train_steps"]
+#: the token ids' range: a small vocabulary (the embedding is a lookup, no FLOPs, a little memory)
+VOCAB = 1000
+
+__all__ = ["VOCAB", "Block", "Peak", "Rung", "RungRun", "StepFlops", "climb", "ladder", "make_data", "matmul_precision",
+           "measured_peak", "slug", "step_flops", "train_steps"]
 
 
 class Block(nn.Module):
-    """A pre-norm transformer block (attention, then an MLP, each with a residual) and a classifier head.
+    """Token ids through an embedding, a pre-norm transformer block (attention, then an MLP, each with a
+    residual) and a classifier head.
 
     ``sdpa=False`` writes attention out, ``softmax(q kᵀ/√d) v``, storing the (tokens x tokens) weights;
     ``sdpa=True`` calls ``F.scaled_dot_product_attention``, one fused kernel. The two compute the same
     function with the same parameters (a ``state_dict`` moves between them)."""
 
-    def __init__(self, dim: int = 64, heads: int = 4, classes: int = 10, sdpa: bool = False) -> None:
+    def __init__(self, dim: int = 64, heads: int = 4, classes: int = 10, sdpa: bool = False,
+                 vocab: int = VOCAB) -> None:
         super().__init__()
         self.heads, self.sdpa = heads, sdpa
+        self.embed = nn.Embedding(vocab, dim)
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
@@ -64,16 +73,18 @@ class Block(nn.Module):
             y = (q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)).softmax(dim=-1) @ v
         return self.proj(y.transpose(1, 2).reshape(b, t, d))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
         x = x + self.attention(self.norm1(x))
         x = x + self.mlp(self.norm2(x))
         return self.head(x.mean(dim=1))
 
 
-def make_data(samples: int, tokens: int, dim: int, classes: int = 10, seed: int = 0) -> TensorDataset:
-    """``samples`` random sequences of ``tokens`` vectors and a class each, made here (no download)."""
+def make_data(samples: int, tokens: int, classes: int = 10, vocab: int = VOCAB, seed: int = 0) -> TensorDataset:
+    """``samples`` random sequences of ``tokens`` token ids (int64) and a class each, made here (no download)."""
     g = torch.Generator().manual_seed(seed)
-    return TensorDataset(torch.randn(samples, tokens, dim, generator=g), torch.randint(0, classes, (samples,), generator=g))
+    return TensorDataset(torch.randint(0, vocab, (samples, tokens), generator=g),
+                         torch.randint(0, classes, (samples,), generator=g))
 
 
 # --------------------------------------------------------------------------- the speed of light
@@ -118,6 +129,12 @@ class Peak:
     size: int
     timing: bench.Timing
     dtype: torch.dtype
+    tf32: bool = False  #: float32 products on TF32 tensor cores (``torch.set_float32_matmul_precision("high")``)
+
+    @property
+    def name(self) -> str:
+        """``"float32"``, ``"tf32"``, ``"bfloat16"``...: the format, as :mod:`helpers.datasheet` names it."""
+        return "tf32" if self.tf32 else str(self.dtype).removeprefix("torch.")
 
     @property
     def band(self) -> tuple[float, float]:
@@ -134,8 +151,24 @@ def rate_band(amount: float, timing) -> tuple[float, float]:
     return amount / (timing.median + half), (amount / (timing.median - half) if timing.median > half else math.inf)
 
 
+@contextlib.contextmanager
+def matmul_precision(tf32: bool):
+    """float32 products in TF32 (``"high"``) or in full float32 (``"highest"``, torch's default), then as before.
+
+    The setting is process-wide; a rung or a peak that changes it puts it back, so nothing after it (another
+    rung, the learner's next cell) inherits TF32 unasked. On a CPU ``"high"`` changes nothing (TF32 is a tensor-
+    core format of NVIDIA GPUs from Ampere on)."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
 def measured_peak(device: str | torch.device, dtype: torch.dtype = torch.float32,
-                  sizes: Iterable[int] = (128, 256, 512), min_run_time: float = 0.1, rounds: int = 3) -> Peak:
+                  sizes: Iterable[int] = (128, 256, 512), min_run_time: float = 0.1, rounds: int = 3,
+                  tf32: bool = False) -> Peak:
     """Chapter 01's matrix-product sweep on ``device`` in ``dtype``; the best size's FLOP/s is the peak measured.
 
     Why measured and not typed: a datasheet's peak assumes every unit busy at the top clock, which a real
@@ -152,14 +185,15 @@ def measured_peak(device: str | torch.device, dtype: torch.dtype = torch.float32
 
     sizes = list(sizes)
     best: dict[int, bench.Timing] = {}
-    for _round in range(rounds):
-        for n in sizes:
-            t = bench.time_callable(make(n, device), device, min_run_time=min_run_time, warn=False,
-                                    label=f"matmul n={n}", **bench.matmul_work(n))
-            if n not in best or t.median < best[n].median:
-                best[n] = t
+    with matmul_precision(tf32):
+        for _round in range(rounds):
+            for n in sizes:
+                t = bench.time_callable(make(n, device), device, min_run_time=min_run_time, warn=False,
+                                        label=f"matmul n={n}", **bench.matmul_work(n))
+                if n not in best or t.median < best[n].median:
+                    best[n] = t
     top = max(sizes, key=lambda n: best[n].flops_per_s or 0.0)
-    return Peak(best[top].flops_per_s or 0.0, top, best[top], dtype)
+    return Peak(best[top].flops_per_s or 0.0, top, best[top], dtype, tf32)
 
 
 # --------------------------------------------------------------------------- the ladder
@@ -173,6 +207,7 @@ class Rung:
     change: str = ""
     sync_free: bool = False  #: losses kept on the device, read once after the steps (chapter 08)
     fed: bool = False  #: a loader with pinned memory and workers that prefetch, copies non_blocking (chapter 04)
+    tf32: bool = False  #: float32 products on TF32 tensor cores: torch.set_float32_matmul_precision("high")
     amp_dtype: torch.dtype | None = None  #: autocast in this dtype (chapter 05); a GradScaler when float16
     fused: bool = False  #: AdamW(fused=True): one kernel for the whole update
     sdpa: bool = False  #: F.scaled_dot_product_attention in place of the written-out attention
@@ -186,10 +221,12 @@ def slug(name: str) -> str:
 
 def ladder(amp_dtype: torch.dtype) -> list[Rung]:
     """The chapter's rungs in order, each adding one change to the one below."""
-    rungs = [Rung("plain fp32")]
-    for name, change in (("sync-free", {"sync_free": True}), ("fed loader", {"fed": True}),
-                         ("autocast", {"amp_dtype": amp_dtype}), ("fused AdamW", {"fused": True}),
-                         ("SDPA", {"sdpa": True}), ("compiled", {"compiled": True})):
+    # the names are keys of stored figures (slug) and shown translated (tr(run.rung.name)): N_ marks them for that
+    rungs = [Rung(N_("plain fp32"))]
+    for name, change in ((N_("sync-free"), {"sync_free": True}), (N_("fed loader"), {"fed": True}),
+                         (N_("TF32"), {"tf32": True}), (N_("autocast"), {"amp_dtype": amp_dtype}),
+                         (N_("fused AdamW"), {"fused": True}), (N_("SDPA"), {"sdpa": True}),
+                         (N_("compiled"), {"compiled": True})):
         rungs.append(dataclasses.replace(rungs[-1], name=name, change=name, **change))
     return rungs
 
@@ -199,9 +236,16 @@ def train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, batches: Ite
     """The training loop every rung runs; returns the losses (Python floats). What ``rung`` changes, and only that:
 
     ``sync_free`` keeps each loss on the device and reads them all once, after the loop (else ``.item()`` per
-    step); ``fed`` copies batches with ``non_blocking=True`` (from the pinned memory its loader gives);
-    ``amp_dtype`` runs forward and loss under ``torch.autocast`` (with ``scaler``, a GradScaler, for float16)."""
+    step); ``fed`` copies batches with ``non_blocking=True`` (from the pinned memory its loader gives); ``tf32``
+    lets float32 products use TF32 (and only for these steps: see :func:`matmul_precision`); ``amp_dtype`` runs
+    forward and loss under ``torch.autocast`` (with ``scaler``, a GradScaler, for float16)."""
     sys.audit("course.version", "helpers.ladder:train_steps")  # the grader: no exercise passes by calling this
+    with matmul_precision(rung.tf32):
+        return _train_steps(model, optimizer, batches, device, rung, scaler)
+
+
+def _train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, batches: Iterable[Any], device: torch.device,
+                 rung: Rung, scaler: Any) -> list[float]:
     losses: list[Any] = []
     precision = (torch.autocast(device.type, dtype=rung.amp_dtype) if rung.amp_dtype is not None
                  else contextlib.nullcontext())
@@ -241,7 +285,9 @@ def _build(rung: Rung, data: TensorDataset, device: torch.device, batch: int, di
            workers: int) -> RungRun:
     torch.manual_seed(seed)
     model: nn.Module = Block(dim=dim, sdpa=rung.sdpa).to(device)
-    options = {"fused": True} if rung.fused else {"foreach": False}  # the plain rungs: a loop over the parameters
+    # below the fused rung, torch's default AdamW, as a first training loop gets it: a loop over the parameters on
+    # a CPU, foreach (a few multi-tensor kernels) on CUDA; the fused rung is the change against that default
+    options = {"fused": True} if rung.fused else {}
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, **options)
     cuda = device.type == "cuda"
     extra = {"num_workers": workers, "persistent_workers": True, "prefetch_factor": 2} if rung.fed and workers else {}

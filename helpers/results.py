@@ -30,7 +30,8 @@ SCHEMA = 1
 PROVENANCE_FIELDS = ("device", "driver", "torch", "cuda", "python", "date", "command")
 
 #: chapter -> figure key -> (unit, what it is). Units: "s", "FLOP/s", "B/s", "B", "x" (a ratio), "%" (a share),
-#: "n" (a size), "text" (a message or report, shown verbatim). What it is is shown to the learner: marked with ``N_``,
+#: "n" (a size), "FLOP" (a count of operations), "text" (a message or report, shown verbatim). What it is is shown
+#: to the learner: marked with ``N_``,
 #: translated where it is shown.
 FIGURES: dict[str, dict[str, tuple[str, str]]] = {
     "02_devices": {
@@ -124,19 +125,23 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
     },
     "09_fast_step": {
         "peak_fp32": ("FLOP/s", N_("float32 matrix product, best of chapter 01's sweep (n = {peak_sizes}), on the GPU")),
+        "peak_tf32": ("FLOP/s", N_("the same float32 sweep with TF32 allowed (set_float32_matmul_precision(\"high\"))")),
         "peak_16bit": ("FLOP/s", N_("the same sweep in the GPU's 16-bit dtype (amp.pick_dtype)")),
-        "step_flops": ("n", N_("FLOPs of one training step of ladder.Block (dim {dim}), {batch} sequences of {tokens} "
-                               "tokens, forward and backward (FlopCounterMode)")),
+        "step_flops": ("FLOP", N_("FLOPs of one training step of ladder.Block (dim {dim}), {batch} sequences of {tokens} "
+                                  "token ids, forward and backward (FlopCounterMode)")),
         "step_plain_fp32": ("s", N_("one such training step, plain float32 (.item() each step, pageable batches, "
-                                    "AdamW with a loop over parameters, attention written out)")),
+                                    "torch's default AdamW, attention written out)")),
         "step_sync_free": ("s", N_("the same step, losses read once after the epoch")),
         "step_fed_loader": ("s", N_("and a loader with pinned memory, {workers} workers, prefetch, non_blocking "
                                     "copies")),
+        "step_tf32": ("s", N_("and TF32 for float32 products (set_float32_matmul_precision(\"high\"))")),
         "step_autocast": ("s", N_("and autocast in the GPU's 16-bit dtype (a GradScaler where float16)")),
         "step_fused_adamw": ("s", N_("and AdamW(fused=True)")),
         "step_sdpa": ("s", N_("and F.scaled_dot_product_attention")),
         "step_compiled": ("s", N_("and torch.compile of the model (forward and backward)")),
-        "utilisation_best": ("%", N_("the fastest rung's achieved FLOP/s over the measured peak of its dtype")),
+        "utilisation_best": ("%", N_("the fastest rung's achieved FLOP/s over the best measured peak (of any format)")),
+        "mfu_best": ("%", N_("the fastest rung's MFU: its achieved FLOP/s over the datasheet's dense 16-bit peak "
+                             "(helpers.datasheet, a vendor figure)")),
         "compile_s": ("s", N_("compiling the block, forward and backward: the first epoch less a steady one")),
     },
 }
@@ -155,7 +160,7 @@ WORKLOADS: dict[str, dict[str, Any]] = {
         "conv_in": 32, "conv_out": 64, "conv_shape": (16, 32, 56, 56), "new_conv_shape": (16, 32, 60, 60),
     },
     "09_fast_step": {  # the ladder on a GPU: chapter 09's cells and measure_09
-        "dim": 512, "tokens": 256, "batch": 64, "steps": 10, "workers": 2,
+        "dim": 512, "tokens": 256, "batch": 64, "steps": 50, "workers": 2,
         "peak_sizes": (1024, 2048, 4096, 8192),
     },
 }
@@ -218,6 +223,8 @@ def format_value(value: Any, unit: str) -> str:
         return _("{ratio}x").format(ratio=f"{value:.3g}")
     if unit == "%":
         return f"{value:.0%}"
+    if unit == "FLOP":
+        return format_rate(value, "FLOP")
     return str(value)
 
 

@@ -413,7 +413,7 @@ def measure_09(device: torch.device, dim: int | None = None, tokens: int | None 
     The sizes default to ``helpers.results.WORKLOADS["09_fast_step"]`` (the rehearsal passes smaller ones).
     ``compiled=False`` leaves out the compiled rung (Dynamo cannot trace the fake CUDA check's tensors),
     ``workers=0`` the fed loader's worker processes (the fake CUDA check starts no child process)."""
-    from helpers import amp, ladder, speed
+    from helpers import amp, datasheet, ladder, speed
     from helpers.results import WORKLOADS
 
     w = WORKLOADS["09_fast_step"]
@@ -425,9 +425,12 @@ def measure_09(device: torch.device, dim: int | None = None, tokens: int | None 
     amp_dtype = amp.pick_dtype(device)
     peaks = {torch.float32: ladder.measured_peak(device, torch.float32, peak_sizes, min_run_time=min_run_time),
              amp_dtype: ladder.measured_peak(device, amp_dtype, peak_sizes, min_run_time=min_run_time)}
-    figures.update(peak_fp32=peaks[torch.float32].flops_per_s, peak_16bit=peaks[amp_dtype].flops_per_s)
+    tf32 = ladder.measured_peak(device, torch.float32, peak_sizes, min_run_time=min_run_time, tf32=True)
+    figures.update(peak_fp32=peaks[torch.float32].flops_per_s, peak_tf32=tf32.flops_per_s,
+                   peak_16bit=peaks[amp_dtype].flops_per_s)
     model = ladder.Block(dim=dim).to(device)
-    x, y = torch.randn(batch, tokens, dim, device=device), torch.randint(0, 10, (batch,), device=device)
+    x = torch.randint(0, ladder.VOCAB, (batch, tokens), device=device)
+    y = torch.randint(0, 10, (batch,), device=device)
     flops = ladder.step_flops(model, x, y).total
     figures["step_flops"] = flops
     rungs = ladder.ladder(amp_dtype)
@@ -435,7 +438,7 @@ def measure_09(device: torch.device, dim: int | None = None, tokens: int | None 
     if why_not:
         rungs = [r for r in rungs if not r.compiled]
         skipped.update(step_compiled=why_not, compile_s=why_not)
-    data = ladder.make_data(batch * steps, tokens, dim)
+    data = ladder.make_data(batch * steps, tokens)
     workers = (w["workers"] if _cuda(device) else 0) if workers is None else workers
     runs = ladder.climb(rungs, data, device, batch=batch, dim=dim, repeats=repeats, workers=workers)
     for run in runs:
@@ -443,8 +446,14 @@ def measure_09(device: torch.device, dim: int | None = None, tokens: int | None 
         if run.compile_s is not None:
             figures["compile_s"] = run.compile_s
     best = min(runs, key=lambda run: run.timing.median)
-    peak = peaks[amp_dtype if best.rung.amp_dtype else torch.float32].flops_per_s
-    figures["utilisation_best"] = flops * steps / best.timing.median / peak
+    achieved = flops * steps / best.timing.median
+    # one denominator for every rung: the best peak measured in any format (chapter 09's "of measured peak")
+    figures["utilisation_best"] = achieved / max(p.flops_per_s for p in (*peaks.values(), tf32))
+    sheet = datasheet.lookup(torch.cuda.get_device_name(device) if _cuda(device) else None)
+    if sheet is None:
+        skipped["mfu_best"] = "no datasheet figure for this device in helpers.datasheet"
+    else:
+        figures["mfu_best"] = achieved / sheet.training_peak[1]
     if compiled:
         torch._dynamo.reset()
     return figures, skipped

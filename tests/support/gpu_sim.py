@@ -152,7 +152,7 @@ def run_ladder(profile_name: str, plant: str | None = None) -> list[dict]:
     w = WORKLOADS["09_fast_step"]
     with _simulated(profile_name, plant) as device:
         rungs = [r for r in ladder.ladder(amp.pick_dtype(device)) if not r.compiled]
-        data = ladder.make_data(w["batch"] * w["steps"], w["tokens"], w["dim"])
+        data = ladder.make_data(w["batch"] * w["steps"], w["tokens"])
         runs = ladder.climb(rungs, data, device, batch=w["batch"], dim=w["dim"], repeats=9, workers=0)
         report = []
         for below, run in zip([None, *runs], runs):

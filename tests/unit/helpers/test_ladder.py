@@ -14,17 +14,17 @@ def test_sdpa_and_the_written_out_attention_compute_the_same_block():
     naive = ladder.Block(dim=16, heads=2)
     fused = ladder.Block(dim=16, heads=2, sdpa=True)
     fused.load_state_dict(naive.state_dict())
-    x = torch.randn(3, 5, 16)
+    x = torch.randint(0, ladder.VOCAB, (3, 5))  # token ids, as a language model reads them
     torch.testing.assert_close(naive(x), fused(x), rtol=1e-5, atol=1e-6)
     assert naive(x).shape == (3, 10)
 
 
 def test_a_step_counts_forward_and_backward_by_module_and_leaves_no_gradients():
     model = ladder.Block(dim=16, heads=2)
-    x, y = torch.randn(4, 6, 16), torch.randint(0, 10, (4,))
+    x, y = torch.randint(0, ladder.VOCAB, (4, 6)), torch.randint(0, 10, (4,))
     flops = ladder.step_flops(model, x, y)
     assert flops.forward > 0 and flops.backward == flops.total - flops.forward
-    assert 2.5 * flops.forward < flops.total <= 3 * flops.forward  # the input needs no gradient
+    assert 2.5 * flops.forward < flops.total <= 3 * flops.forward  # the first product needs no input gradient
     assert flops.by_module["Global"] == flops.total
     assert flops.by_module["Block.mlp.0"] == 3 * 2 * 4 * 6 * 16 * 64  # forward 2·M·N·K, backward twice that
     assert all(p.grad is None for p in model.parameters())
@@ -45,11 +45,37 @@ def test_each_rung_adds_exactly_one_change_to_the_one_below():
         changed = [f for f in fields if getattr(below, f) != getattr(rung, f)]
         assert len(changed) == 1, (rung.name, changed)
     assert rungs[-1].compiled and rungs[-1].amp_dtype == torch.bfloat16
-    assert [ladder.slug(r.name) for r in rungs][:3] == ["plain_fp32", "sync_free", "fed_loader"]
+    assert [ladder.slug(r.name) for r in rungs][:5] == ["plain_fp32", "sync_free", "fed_loader", "tf32", "autocast"]
+
+
+def test_the_data_are_token_ids_a_batch_of_which_is_small():
+    x, y = ladder.make_data(6, 256)[:]
+    assert x.dtype == torch.int64 and x.shape == (6, 256) and 0 <= int(x.min()) and int(x.max()) < ladder.VOCAB
+    assert y.shape == (6,)
+
+
+@pytest.mark.parametrize("tf32", [True, False])
+def test_a_rung_or_a_peak_in_tf32_puts_torchs_matmul_precision_back(tf32):
+    before = torch.get_float32_matmul_precision()
+    seen = []
+    with ladder.matmul_precision(tf32):
+        seen.append(torch.get_float32_matmul_precision())
+    assert seen == ["high" if tf32 else "highest"] and torch.get_float32_matmul_precision() == before
+    peak = ladder.measured_peak("cpu", torch.float32, sizes=(16,), min_run_time=0.01, rounds=1, tf32=tf32)
+    assert peak.name == ("tf32" if tf32 else "float32") and torch.get_float32_matmul_precision() == before
+
+
+def test_below_the_fused_rung_the_optimizer_is_torchs_default_and_the_fused_rung_changes_only_that():
+    rungs = [r for r in ladder.ladder(torch.bfloat16) if not r.compiled]
+    runs = ladder.climb(rungs, ladder.make_data(8, 4), "cpu", batch=4, dim=8, repeats=1)
+    groups = {run.rung.name: run.optimizer.param_groups[0] for run in runs}
+    default = torch.optim.AdamW([torch.zeros(1, requires_grad=True)]).param_groups[0]
+    assert groups["autocast"]["foreach"] == default["foreach"] and not groups["autocast"]["fused"]
+    assert groups["fused AdamW"]["fused"]
 
 
 def test_the_sync_free_loop_trains_as_the_plain_one_and_returns_floats():
-    data = ladder.make_data(12, 4, 8)
+    data = ladder.make_data(12, 4)
     results = []
     for rung in (ladder.Rung("plain"), ladder.Rung("sync-free", sync_free=True)):
         torch.manual_seed(0)
@@ -65,10 +91,9 @@ def test_the_sync_free_loop_trains_as_the_plain_one_and_returns_floats():
 
 def test_climb_times_every_rung_and_only_a_compiled_one_has_a_compile_time():
     rungs = [r for r in ladder.ladder(torch.bfloat16) if not r.compiled]
-    runs = ladder.climb(rungs, ladder.make_data(8, 4, 8), "cpu", batch=4, dim=8, repeats=3)
+    runs = ladder.climb(rungs, ladder.make_data(8, 4), "cpu", batch=4, dim=8, repeats=3)
     assert [run.rung for run in runs] == rungs
     assert all(len(run.timing.times) == 3 and run.timing.median > 0 and run.compile_s is None for run in runs)
-    assert runs[4].optimizer.param_groups[0]["fused"] and not runs[3].optimizer.param_groups[0].get("fused")
 
 
 def test_a_spread_wider_than_the_median_leaves_no_upper_bound():

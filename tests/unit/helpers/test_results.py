@@ -93,6 +93,7 @@ def test_units_format_as_the_chapters_print_them():
     assert results.format_value(3.2e12, "B/s") == "3.2 TB/s"
     assert results.format_value(64 * 2**20, "B") == "64.00 MiB"
     assert results.format_value(412.0, "x") == "412x"
+    assert results.format_value(335_000_000_000, "FLOP") == "335 GFLOP"  # a count, not a raw 12-digit integer
     assert results.format_value(None, "s") == "-"
 
 
