@@ -167,14 +167,17 @@ def run_ladder(profile_name: str, plant: str | None = None) -> list[dict]:
 def ladder_problems(profile_name: str, rungs: list[dict]) -> list[str]:
     """What chapter 09's ladder would conclude on a real GPU that the simulated one did not.
 
-    Every rung measured often enough to judge, and 16-bit autocast on tensor cores beats float32 (bf16 on an
-    H100, fp16 on a T4). Not judged, because the model cannot say (docs/STACK_NOTES.md): the sync-free and fed
+    Every rung measured often enough to judge, 16-bit autocast on tensor cores beats float32 (bf16 on an
+    H100, fp16 on a T4), and on the H100 TF32 beats full float32. Not judged, because the model cannot say (docs/STACK_NOTES.md): the sync-free and fed
     rungs (what they save is host work, the loader's page faults and pageable copies, which the simulation
     runs in this process at this CPU's measured rates), fused AdamW and SDPA (a kernel the fake machine lacks).
     """
     problems = [f"{r['rung']}: {r['sentence']}" for r in rungs if not r["known"]]
     by_name = {r["rung"]: r for r in rungs}
-    for rung, why in (("autocast", "16-bit tensor cores"),):
+    expected = [("autocast", "16-bit tensor cores")]
+    if profile_name == "H100":  # a T4 (Turing) has no TF32: there the rung changes nothing
+        expected.insert(0, ("TF32", "TF32 tensor cores for float32 products"))
+    for rung, why in expected:
         # "within the noise" is accepted: on a slow host the simulated H100's step is host-bound (this machine's
         # Python is the simulated host); a slower autocast rung beyond the noise is not
         if rung in by_name and not by_name[rung]["faster"] and "within the noise" not in by_name[rung]["sentence"]:
