@@ -27,6 +27,7 @@ drained. This module holds what the chapter measures with:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -84,12 +85,21 @@ SYNC_OPS: dict[str, str] = {
     "aten.unique_dim": N_("unique (its output's size depends on the values)"),
     "aten._unique2": N_("unique (its output's size depends on the values)"),
     "aten.repeat_interleave": N_("repeat_interleave with tensor repeats"),
+    "aten.bincount": N_("bincount (its output's size depends on the largest value)"),
+    "aten.unique_consecutive": N_("unique_consecutive (its output's size depends on the values)"),
 }
+#: histc with min == max (its defaults) reads the tensor's min and max on the host to find its range
+HISTC_RANGE = N_("histc without a range (min == max: it reads the tensor's min and max on the host)")
 #: what a boolean mask costs where it indexes (a read: the output's size depends on the values) and where it
-#: writes (``t[mask] = v`` runs ``index_put_``, which finds the True places with nonzero inside the kernel)
+#: writes a tensor (``t[mask] = other`` runs ``index_put_``, which finds the True places with nonzero). A Python
+#: number (or a one-element host tensor) written through a mask on the tensor's device is not that: CUDA turns
+#: ``t[mask] = 0`` into ``masked_fill_``, which reads nothing (``canDispatchToMaskedFill``).
 MASK_READ = N_("indexing with a boolean mask, t[mask] (its output's size depends on the values)")
-MASK_WRITE = N_("a write through a boolean mask, t[mask] = v (index_put_ runs nonzero: use torch.where or "
-                "masked_fill_)")
+MASK_WRITE = N_("a write of a tensor through a boolean mask, t[mask] = other (index_put_ runs nonzero: use "
+                "torch.where; t[mask] = 0 with a Python number becomes masked_fill_, which does not sync)")
+#: a device tensor indexed with an index made on the host: CUDA copies the index to the device first, blocking
+HOST_INDEX = N_("a device tensor indexed with an index made on the host (x[torch.randperm(n)], index_select): the "
+                "index is copied to the device with a blocking copy (make it with device=...)")
 #: Tensor methods that copy a tensor's values to the host (on a GPU: a device-to-host copy, which waits)
 HOST_READ_METHODS: dict[str, str] = {
     "tolist": N_(".tolist()"),
@@ -108,12 +118,22 @@ TO_DEVICE = N_("a blocking copy of a host tensor to the device (.to(device) or c
 TENSOR_ON_DEVICE = N_("torch.tensor(..., device=<the device>): a blocking copy of Python data to the device (make "
                       "it once, before the loop, or use torch.zeros/torch.full on the device)")
 EXPLICIT_SYNC = N_("an explicit synchronize ({name}), which waits for every queued kernel")
+EMPTY_CACHE = N_("{name}, which hands the cached memory back to the driver (cudaFree waits for the whole device)")
+SAVE_DEVICE = N_("torch.save of a device tensor, which copies it to the host")
+#: not a sync: what raises on a GPU, found on the way (a tensor on the host updated in place from a device tensor)
+HOST_OUT_DEVICE_IN = N_("an in-place operation ({name}) on a host tensor with a device tensor as input (e.g. "
+                        "total += loss, with total made on the host)")
 GRAD_SCALER_READ = N_("GradScaler.step reading its found-inf flags on the host (a fused optimizer avoids it)")
 #: every synchronize a program can call by name: (module or class path, attribute)
 SYNCHRONIZE_CALLS: tuple[tuple[str, str], ...] = (
     ("torch.cuda", "synchronize"), ("torch.mps", "synchronize"), ("torch.accelerator", "synchronize"),
     ("torch.xpu", "synchronize"), ("torch.cuda.Event", "synchronize"), ("torch.cuda.Stream", "synchronize"),
     ("torch.Event", "synchronize"), ("torch.Stream", "synchronize"), ("helpers.device", "synchronize"),
+)
+#: the calls that hand cached device memory back to the driver, which waits for the device to finish with it
+EMPTY_CACHE_CALLS: tuple[tuple[str, str], ...] = (
+    ("torch.cuda", "empty_cache"), ("torch.mps", "empty_cache"), ("torch.accelerator", "empty_cache"),
+    ("torch.xpu", "empty_cache"),
 )
 
 
@@ -134,15 +154,56 @@ class HostSync:
         return _("{kind} at {where}").format(kind=kind, where=self.where)
 
 
-def _caller() -> str:
-    """The first frame outside torch and this module: the learner's line that made the read."""
+def _learner_frame() -> Any:
+    """The first frame outside torch and this module (the learner's code that asked), or None."""
     frame = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         if path != _HERE and not path.startswith(_TORCH_DIR):
-            return _("line {line} of {function}()").format(line=frame.f_lineno, function=frame.f_code.co_name)
+            return frame
         frame = frame.f_back
-    return _("torch's own code")
+    return None
+
+
+def _caller() -> str:
+    """The learner's line that made the read."""
+    frame = _learner_frame()
+    if frame is None:
+        return _("torch's own code")
+    return _("line {line} of {function}()").format(line=frame.f_lineno, function=frame.f_code.co_name)
+
+
+def _call_spells_host() -> bool:
+    """Whether the learner's call being run writes ``torch.device("cpu")`` out (``torch.device(type="cpu")``,
+    ``"cpu:0"`` too).
+
+    Why read the code: on a machine without a GPU the course's ``device`` *is* ``torch.device("cpu")``, so the
+    object cannot tell ``x.to(device)`` (stays on the device) from ``x.to(torch.device("cpu"))`` (a copy to the
+    host on a GPU); only the spelling can. It is read from the bytecode of the learner's frame (a ``device`` load
+    followed by the constant ``"cpu"`` inside the running call's span), which needs no source file."""
+    frame = _learner_frame()
+    return frame is not None and _spells_host_at(frame.f_code, frame.f_lasti)
+
+
+def _within(inner: Any, outer: Any) -> bool:
+    if inner is None or None in (inner.lineno, inner.end_lineno, inner.col_offset, inner.end_col_offset):
+        return False
+    return ((inner.lineno, inner.col_offset) >= (outer.lineno, outer.col_offset)
+            and (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset))
+
+
+@functools.lru_cache(maxsize=1024)
+def _spells_host_at(code: Any, offset: int) -> bool:
+    import dis  # noqa: PLC0415
+
+    instructions = list(dis.get_instructions(code))
+    here = next((i for i in instructions if i.offset == offset), None)
+    if here is None or not _within(here.positions, here.positions):
+        return False
+    inside = [i for i in instructions if i.offset <= offset and _within(i.positions, here.positions)]
+    return any(load.argval == "device" and load.opname.startswith("LOAD") and const.opname == "LOAD_CONST"
+               and isinstance(const.argval, str) and re.fullmatch(r"cpu(:\d+)?", const.argval) is not None
+               for load, const in zip(inside, inside[1:]))
 
 
 def _torch_bookkeeping() -> bool:
@@ -170,6 +231,11 @@ def _bool_index(indices: Any) -> bool:
     return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (indices or ()))
 
 
+#: the aten operators that index a tensor with index tensors, and the argument that holds them
+_INDEXING = {"aten.index": 1, "aten.index_put_": 1, "aten.index_put": 1, "aten._index_put_impl_": 1,
+             "aten.index_select": 2}
+
+
 class _Watch(TorchDispatchMode):
     """Sees the aten operators that hand a value to the host, whichever Python call asked for them."""
 
@@ -179,18 +245,36 @@ class _Watch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket._qualified_op_name.replace("::", ".")
-        kind = SYNC_OPS.get(name)
-        if kind is None and name == "aten.index" and len(args) > 1 and _bool_index(args[1]):
-            kind = MASK_READ
-        elif name in ("aten.index_put_", "aten.index_put", "aten._index_put_impl_") and len(args) > 1 \
-                and _bool_index(args[1]):
-            kind = MASK_WRITE
+        kind = self._kind(name, args, kwargs or {})
         if kind is not None and args and isinstance(args[0], torch.Tensor) \
                 and self.counter._on_host(args[0]):
             kind = None  # a tensor that lives on the host: reading it waits for no GPU
         if kind is not None:
-            self.counter._record(kind)
-        return func(*args, **(kwargs or {}))
+            self.counter._record(kind, read=kind != HOST_INDEX)
+        result = func(*args, **(kwargs or {}))
+        if self.counter._places is not None:
+            self.counter._places.mark_made(result)  # what backward and torch's own code make, too
+        return result
+
+    def _kind(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        """What this operator makes the host wait for, were its first argument on the device; None: nothing."""
+        kind = SYNC_OPS.get(name)
+        if kind is not None:
+            return kind
+        if name == "aten.histc":
+            low, high = (list(args[2:4]) + [kwargs.get("min", 0), kwargs.get("max", 0)][len(args[2:4]):])
+            return HISTC_RANGE if low == high else None
+        where = _INDEXING.get(name)
+        if where is None or len(args) <= where:
+            return None
+        indices = args[where] if isinstance(args[where], (list, tuple)) else [args[where]]
+        if any(isinstance(i, torch.Tensor) and i.dim() > 0 and self.counter._on_host(i) for i in indices):
+            return HOST_INDEX  # on the device itself, a host index must be copied there first
+        if not _bool_index(indices):
+            return None
+        if name == "aten.index":
+            return MASK_READ
+        return None if self.counter._filling else MASK_WRITE
 
 
 # --------------------------------------------------------------------------- where a tensor would live
@@ -214,37 +298,64 @@ class _Places(TorchFunctionMode):
 
     On a GPU the answer is the tensor's own device. On a machine without one, every tensor is on the CPU, so
     the place is read from how the program *spelled* it: a tensor made with no ``device`` (the default device
-    is the host on every machine), with ``device="cpu"`` written out, or by ``.cpu()``/``.to("cpu")`` lives on
-    the host, and so does whatever is computed from host tensors alone; everything else (the batches and the
-    model handed in, tensors made with ``device=device``) lives on the device. A copy between the two without
-    ``non_blocking=True`` (``.to``, ``copy_``, ``t[i] = value``, ``torch.tensor(data, device=...)``) is a
-    ``cudaMemcpy`` followed by a stream synchronize on a GPU (``at::cuda::memcpy_and_sync``), pinned memory or
-    not. The one spelling left ambiguous without a GPU is ``torch.device("cpu")`` itself: on a CPU-only
-    machine that is also what the course's ``device`` is, so it is read as the device.
+    is the host on every machine), with ``device="cpu"`` or ``torch.device("cpu")`` written out, by
+    ``torch.from_numpy``, or by ``.cpu()``/``.to("cpu")`` lives on the host, and so does whatever is computed
+    from host tensors alone; everything else (tensors made with ``device=device``, or computed from a device
+    tensor) lives on the device. Tensors that existed before the block are the device's, unless the caller
+    named the ones that are (``device_tensors``: the batches and the model it hands in); then every other
+    tensor that existed before is the host's (a buffer made in another cell, ``BUF = torch.zeros(64)``). A copy
+    between the two without ``non_blocking=True`` (``.to``, ``copy_``, ``t[i] = value``, ``torch.tensor(data,
+    device=...)``) is a ``cudaMemcpy`` followed by a stream synchronize on a GPU (``at::cuda::memcpy_and_sync``),
+    pinned memory or not. ``torch.device("cpu")`` is read as the host only where the call writes it out
+    (:func:`_call_spells_host`): on a CPU-only machine the course's ``device`` is that same object.
     """
 
-    def __init__(self, counter: "SyncCounter", accelerator_here: bool) -> None:
+    def __init__(self, counter: "SyncCounter", accelerator_here: bool, device_tensors: Any = None) -> None:
         super().__init__()
         self.counter = counter
         self.accelerator_here = accelerator_here
         self.host: dict[int, Any] = {}
+        #: with ``device_tensors``: those tensors, and every tensor the block made (so the rest existed before)
+        self.device = None if device_tensors is None else {id(t): weakref.ref(t) for t in _tensors_of(device_tensors)}
+        self.made: dict[int, Any] = {}
 
     # -- places
     def on_host(self, t: torch.Tensor) -> bool:
-        """A tensor on an accelerator is on the device; a CPU tensor is on the host only where it was made so."""
+        """A tensor on an accelerator is on the device; a CPU tensor is on the host where it was made so, or (with
+        ``device_tensors``) where it existed before the block and was not named as the device's."""
         if t.device.type != "cpu":
             return False
-        ref = self.host.get(id(t))
-        return ref is not None and ref() is t
+        if _holds(self.host, t):
+            return True
+        return self.device is not None and not _holds(self.device, t) and not _holds(self.made, t)
 
     def _mark_host(self, t: torch.Tensor) -> None:
         # a plain weak reference, no callback: a callback on a tensor runs inside its deallocation, which crashed a
         # later, unrelated call under torch's FakeTensorMode (the fake CUDA check); a dead entry reads as None
         self.host[id(t)] = weakref.ref(t)
 
+    def mark_made(self, outputs: Any) -> None:
+        """Note the tensors an operator of the block made (only where tensors from before are told apart)."""
+        if self.device is None:
+            return
+        from torch.utils._pytree import tree_leaves  # noqa: PLC0415
+
+        if len(self.made) > 100_000:  # a long block: forget the dead
+            self.made = {k: ref for k, ref in self.made.items() if ref() is not None}
+        for t in tree_leaves(outputs):
+            if isinstance(t, torch.Tensor):
+                self.made[id(t)] = weakref.ref(t)
+
     def __exit__(self, *exc: Any) -> Any:
         self.host.clear()
         return super().__exit__(*exc)
+
+    @staticmethod
+    def names_host(device: Any) -> bool:
+        """Whether a ``device=`` argument names the host in a way no machine reads as its accelerator."""
+        if isinstance(device, torch.device):
+            return device.type == "cpu" and _call_spells_host()
+        return _spelled_host(device)
 
     def _target_on_host(self, source: torch.Tensor, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool | None:
         """Where ``source.to(*args, **kwargs)`` puts its result: True the host, False the device, None unchanged."""
@@ -253,8 +364,8 @@ class _Places(TorchFunctionMode):
             return self.on_host(target)
         if isinstance(target, str):
             return _spelled_host(target)
-        if isinstance(target, torch.device):  # torch.device("cpu") is the host when it takes a tensor off a GPU;
-            return target.type == "cpu" and source.device.type != "cpu"  # on a CPU-only machine, the device
+        if isinstance(target, torch.device):  # torch.device("cpu") is the host when it takes a tensor off a GPU
+            return target.type == "cpu" and (source.device.type != "cpu" or self.names_host(target))
         if isinstance(target, int) and not isinstance(target, bool):
             return False  # .to(0): cuda:0
         return None
@@ -263,18 +374,57 @@ class _Places(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        kind = self._wait(name, args, kwargs) if self.counter._depth == 0 else None
+        to_host = self._target_on_host(args[0], args[1:], kwargs) \
+            if name == "to" and args and isinstance(args[0], torch.Tensor) else None
+        kind = self._wait(name, args, kwargs, to_host) if self.counter._depth == 0 else None
         if kind is not None:
             self.counter._record(kind, read=kind == TO_HOST)
-        result = func(*args, **kwargs)
-        self._place_result(name, args, kwargs, result)
+        if self.counter._depth == 0 and self._raises_on_device(name, args, kwargs):
+            self.counter._refuse(HOST_OUT_DEVICE_IN, name)
+        filling = name == "__setitem__" and len(args) > 2 and self._fills(args[0], args[2])
+        self.counter._filling += filling
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            self.counter._filling -= filling
+        if result is (args[0] if args else None) and isinstance(result, torch.Tensor) and not self.on_host(result) \
+                and (name == "cpu" or to_host):
+            result = result.view_as(result)  # here it is already on the CPU and comes back as itself; a GPU hands
+            # back a copy on the host, a tensor of its own, which is what gets marked (and read for free) below
+        if name == "__iter__" and args and isinstance(args[0], torch.Tensor):
+            rows = list(result)  # the rows, placed like any result computed from the tensor (an iterator hides them)
+            self._place_result(name, args, kwargs, rows, to_host)
+            return iter(rows)
+        self._place_result(name, args, kwargs, result, to_host)
         return result
 
-    def _wait(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+    def _fills(self, target: Any, value: Any) -> bool:
+        """Whether ``target[mask] = value`` is a masked fill on a GPU (a number, or one element on the host, written
+        into a device tensor), which finds no True places on the host."""
+        if isinstance(value, torch.Tensor):
+            return value.numel() == 1 and self.on_host(value)
+        return isinstance(value, (int, float, complex)) and isinstance(target, torch.Tensor)
+
+    def _raises_on_device(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:
+        """Whether the call writes into a host tensor (in place, or ``out=``) from a device tensor, which CUDA
+        refuses (a CPU output with a CUDA input; only a copy may cross)."""
+        from torch.utils._pytree import tree_leaves  # noqa: PLC0415
+
+        out = kwargs.get("out")
+        if isinstance(out, torch.Tensor):
+            target, inputs = out, [*args, *(v for k, v in kwargs.items() if k != "out")]
+        elif args and isinstance(args[0], torch.Tensor) and (name in _IN_PLACE_OPERATORS or (
+                name.endswith("_") and not name.startswith("_") and name not in _IN_PLACE_ACROSS)):
+            target, inputs = args[0], [*args[1:], *kwargs.values()]
+        else:
+            return False
+        return self.on_host(target) and any(
+            isinstance(t, torch.Tensor) and not self.on_host(t) for t in tree_leaves(inputs))
+
+    def _wait(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any], to_host: bool | None) -> str | None:
         """The kind of wait this call makes on a GPU, or None."""
         blocking = not kwargs.get("non_blocking") and not any(a is True for a in args[2:4])
-        if name == "to" and args and isinstance(args[0], torch.Tensor) and blocking:
-            to_host = self._target_on_host(args[0], args[1:], kwargs)
+        if name == "to" and blocking:
             if to_host is not None and to_host != self.on_host(args[0]):
                 return TO_HOST if to_host else TO_DEVICE
         elif name in ("copy_", "__setitem__") and len(args) > 1 and blocking:
@@ -293,32 +443,72 @@ class _Places(TorchFunctionMode):
     def tensor_on_device(self, data: Any, kwargs: Mapping[str, Any]) -> bool:
         """Whether ``torch.tensor(data, **kwargs)`` copies Python data to the device (and waits for it)."""
         device = kwargs.get("device")
-        if device is None or _spelled_host(device) or isinstance(data, torch.Tensor):
+        if device is None or isinstance(data, torch.Tensor) or self.names_host(device):
             return False
         return not (self.accelerator_here and torch.device(device).type == "cpu")
 
-    def _place_result(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any], result: Any) -> None:
+    def _place_result(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any], result: Any,
+                      to_host: bool | None) -> None:
         from torch.utils._pytree import tree_leaves  # noqa: PLC0415
 
         outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
         if not outputs:
             return
+        self.mark_made(outputs)
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         if name in _FACTORIES:
-            host = kwargs.get("device") is None or _spelled_host(kwargs.get("device"))
+            host = kwargs.get("device") is None or self.names_host(kwargs.get("device"))
         elif name == "cpu":
             host = True
-        elif name == "to" and args and isinstance(args[0], torch.Tensor):
-            to_host = self._target_on_host(args[0], args[1:], kwargs)
-            host = self.on_host(args[0]) if to_host is None else to_host
+        elif name == "to" and to_host is not None:
+            host = to_host
         elif name in ("cuda", "numpy"):
             host = False
         else:
             host = bool(inputs) and all(self.on_host(t) for t in inputs)
         if host:
             for t in outputs:
-                if not any(t is i for i in inputs):  # .cpu() of a CPU tensor returns it: it stays where it was
+                if not any(t is i for i in inputs):  # .cpu() of a host tensor returns it: it stays where it was
                     self._mark_host(t)
+
+
+#: Python's in-place operators on a tensor (``total += loss``); the other in-place calls end in ``_`` (``add_``)
+_IN_PLACE_OPERATORS = frozenset({"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+                                 "__ipow__", "__imatmul__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+                                 "__irshift__"})
+#: in-place calls that may take a tensor from another device: a copy, or what reads no input values
+_IN_PLACE_ACROSS = frozenset({"copy_", "set_", "requires_grad_", "retain_grad_", "share_memory_", "detach_",
+                              "resize_", "resize_as_", "zero_", "record_stream_", "fill_", "pin_memory_"})
+
+
+def _tensors_of(obj: Any, limit: int = 100_000) -> list[torch.Tensor]:
+    """The tensors ``obj`` holds: itself, a module's parameters and buffers, an optimizer's parameters and state,
+    and those inside lists, tuples, sets and dicts (nested)."""
+    found: list[torch.Tensor] = []
+    stack, seen = [obj], set()
+    while stack and len(found) < limit:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, torch.nn.Module):
+            stack.extend(item.parameters())
+            stack.extend(item.buffers())
+        elif isinstance(item, torch.optim.Optimizer):
+            stack.extend(item.param_groups)
+            stack.extend(item.state.values())
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+    return found
+
+
+def _holds(places: Mapping[int, Any], t: torch.Tensor) -> bool:
+    ref = places.get(id(t))
+    return ref is not None and ref() is t
 
 
 # --------------------------------------------------------------------------- the counter
@@ -339,12 +529,15 @@ class SyncCounter:
     """The host syncs made while it was active (use :func:`count_host_syncs`)."""
 
     events: Record = field(default_factory=Record)  # the grader keeps a copy (helpers.record)
+    #: not syncs: the places that would raise on a GPU (a host tensor updated in place from a device tensor)
+    raises: list[HostSync] = field(default_factory=list)
     _depth: int = 0
+    _filling: int = 0  # inside ``t[mask] = number``: a masked fill on a GPU, which reads nothing
     _installed: dict[str, Callable[..., Any]] = field(default_factory=dict)
     _syncs: dict[tuple[Any, str], Callable[..., Any]] = field(default_factory=dict)
     _mode: Any = None
     _places: Any = None
-    _installed_in_torch: Any = None
+    _in_torch: dict[str, Callable[..., Any]] = field(default_factory=dict)  # torch functions wrapped (torch.tensor)
     _still_watching: bool | None = None
     _events: Any = None  # the record it was made with: one swapped in later is not the count
     _fingerprints: Any = None  # _fingerprints(self) once watching: a method patched on it or its modes since is found
@@ -363,7 +556,7 @@ class SyncCounter:
 
         wrappers = all(getattr(torch.Tensor, name) is fn for name, fn in self._installed.items())
         wrappers = wrappers and all(getattr(owner, name) is fn for (owner, name), fn in self._syncs.items())
-        wrappers = wrappers and (self._installed_in_torch is None or torch.tensor is self._installed_in_torch)
+        wrappers = wrappers and all(getattr(torch, name) is fn for name, fn in self._in_torch.items())
         wrappers = wrappers and self._fingerprints == _fingerprints(self)
         modes = any(mode is self._mode for mode in _get_current_dispatch_mode_stack())
         places = self._places is None or any(mode is self._places for mode in _get_current_function_mode_stack())
@@ -383,6 +576,9 @@ class SyncCounter:
             if read and _asked_by_grad_scaler():
                 kind = GRAD_SCALER_READ
             self.events.append(HostSync(kind, _caller(), read, name))
+
+    def _refuse(self, kind: str, name: str = "") -> None:
+        self.raises.append(HostSync(kind, _caller(), read=False, name=name))
 
     def __len__(self) -> int:
         return len(self.events)
@@ -420,13 +616,15 @@ class SyncCounter:
         read.__name__ = getattr(original, "__name__", name)
         return read
 
-    def _wrap_synchronize(self, shown: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        """A synchronize that is counted; where this machine has no such device it waits for nothing and returns
-        (on a GPU it would wait), so the count goes on instead of the program stopping at "no CUDA"."""
+    def _wrap_synchronize(self, shown: str, original: Callable[..., Any], kind: str = EXPLICIT_SYNC
+                          ) -> Callable[..., Any]:
+        """A synchronize (or ``empty_cache``, ``kind``) that is counted; where this machine has no such device it
+        waits for nothing and returns (on a GPU it would wait), so the count goes on instead of the program
+        stopping at "no CUDA"."""
 
         def synchronize(*args: Any, **kwargs: Any) -> Any:
             if self._depth == 0:
-                self.events.append(HostSync(EXPLICIT_SYNC, _caller(), read=False, name=shown))
+                self.events.append(HostSync(kind, _caller(), read=False, name=shown))
             self._depth += 1
             try:
                 return original(*args, **kwargs)
@@ -457,6 +655,32 @@ class SyncCounter:
                 self._depth -= 1
 
         return tensor
+
+    def _wrap_host_factory(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``torch.from_numpy``, ``torch.frombuffer``: a tensor on the host, made where no mode sees it."""
+
+        def made_on_host(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if self._places is not None:
+                self._places._mark_host(result)
+            return result
+
+        made_on_host.__name__ = getattr(original, "__name__", "made_on_host")
+        return made_on_host
+
+    def _wrap_save(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``torch.save``: pickling a device tensor copies its storage to the host (one read per call is counted)."""
+
+        def save(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._depth == 0 and any(not self._on_host(t) for t in _tensors_of(obj)):
+                self._record(SAVE_DEVICE)
+            self._depth += 1
+            try:
+                return original(obj, *args, **kwargs)
+            finally:
+                self._depth -= 1
+
+        return save
 
 
 def _no_such_device(err: BaseException) -> bool:
@@ -501,7 +725,7 @@ def _owner(path: str) -> Any:
 
 
 @contextlib.contextmanager
-def count_host_syncs() -> Iterator[SyncCounter]:
+def count_host_syncs(device_tensors: Any = None) -> Iterator[SyncCounter]:
     """Count every place the host would wait for a GPU in the block, and the line that asked.
 
     Four layers see them: a dispatch mode sees the operators that hand a value to the host (``.item()``,
@@ -510,9 +734,17 @@ def count_host_syncs() -> Iterator[SyncCounter]:
     element) are wrapped for the block's duration; a function mode (:class:`_Places`) knows where each tensor
     would live on a GPU machine and sees the blocking copies between host and device (``.to("cpu")``,
     ``host_buffer[i] = loss``, ``torch.tensor(x, device=device)``); and every ``synchronize()`` a program can
-    call (``torch.cuda``, ``torch.mps``, ``torch.accelerator``, events, streams) is counted where it is called.
-    A read of a tensor that lives on the host waits for nothing and is not counted. On a GPU,
-    ``torch.cuda.set_sync_debug_mode`` is CUDA's own detector of the same thing; this one also works on a laptop.
+    call (``torch.cuda``, ``torch.mps``, ``torch.accelerator``, events, streams) is counted where it is called,
+    and so are ``empty_cache()`` and ``torch.save`` of a device tensor. A read of a tensor that lives on the host
+    waits for nothing and is not counted. On a GPU, ``torch.cuda.set_sync_debug_mode`` is CUDA's own detector of
+    the same thing; this one also works on a laptop.
+
+    ``device_tensors`` (tensors, modules, optimizers, or lists, tuples and dicts of them): what stands for the
+    device among the tensors that exist before the block, on a machine whose device is the CPU; every other
+    tensor made before the block is then the host's (a check hands in its batches and model, and a learner's
+    buffer made in another cell is on the host). Left out, everything made before the block is the device's.
+    What would raise on a GPU (a host tensor updated in place from a device tensor) is kept in
+    :attr:`SyncCounter.raises`, apart from the syncs.
     """
     from helpers.device import accelerator  # noqa: PLC0415 - ground floor
 
@@ -523,22 +755,25 @@ def count_host_syncs() -> Iterator[SyncCounter]:
             wrapper = counter._wrap(name, original)
             counter._installed[name] = wrapper
             stack.enter_context(mock.patch.object(torch.Tensor, name, wrapper))
-        for path, name in SYNCHRONIZE_CALLS:
+        waits = [(call, EXPLICIT_SYNC) for call in SYNCHRONIZE_CALLS] + [(call, EMPTY_CACHE) for call in EMPTY_CACHE_CALLS]
+        for (path, name), kind in waits:
             owner = _owner(path)
             original = getattr(owner, name, None) if owner is not None else None
             if original is None:
                 continue
             shown = f"{path.replace('helpers.device', 'dev')}.{name}()"
-            wrapper = counter._wrap_synchronize(shown, original)  # on a class, the event or stream comes first
+            wrapper = counter._wrap_synchronize(shown, original, kind)  # on a class, the event or stream comes first
             try:
                 stack.enter_context(mock.patch.object(owner, name, wrapper))
             except (TypeError, AttributeError):  # a type defined in C refuses new attributes: not counted here
                 continue
             counter._syncs[(owner, name)] = wrapper
-        factory = counter._wrap_tensor_factory(torch.tensor)
-        counter._installed_in_torch = factory
-        stack.enter_context(mock.patch.object(torch, "tensor", factory))
-        counter._places = stack.enter_context(_Places(counter, accelerator_here=accelerator() is not None))
+        for name, wrap in (("tensor", counter._wrap_tensor_factory), ("from_numpy", counter._wrap_host_factory),
+                           ("frombuffer", counter._wrap_host_factory), ("save", counter._wrap_save)):
+            counter._in_torch[name] = wrap(getattr(torch, name))
+            stack.enter_context(mock.patch.object(torch, name, counter._in_torch[name]))
+        counter._places = stack.enter_context(_Places(counter, accelerator_here=accelerator() is not None,
+                                                      device_tensors=device_tensors))
         counter._mode = stack.enter_context(_Watch(counter))
         counter._fingerprints = _fingerprints(counter)
         yield counter

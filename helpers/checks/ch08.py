@@ -19,7 +19,10 @@ hidden case.
 
 from __future__ import annotations
 
+import builtins
 import dis
+import inspect
+import linecache
 import math
 import statistics
 import sys
@@ -143,21 +146,105 @@ def check_results(train_quietly: Callable[..., Any], batches: int, batch: int, l
 
 
 def synchronize_in_loop(fn: Callable[..., Any]) -> list[int]:
-    """The lines of ``fn``'s loops that name a ``synchronize`` (``torch.cuda.synchronize()``, ``event.synchronize()``).
+    """The lines of ``fn``'s loops that call a synchronize in every step: ``torch.cuda.synchronize()``,
+    ``event.synchronize()``, a name bound to one (``wait = torch.cuda.synchronize if ... else (lambda: None)``,
+    then ``wait()``), or a function that calls one (``def wait(): ...`` in another cell), one call deep.
 
     Why read the code: a CPU grader cannot see a synchronize the program only calls where a GPU exists
     (``if torch.cuda.is_available(): torch.cuda.synchronize()``), yet on a GPU it waits in every step. A
-    loop (``for`` or ``while``) is the bytecode from a backward jump's target up to that jump."""
+    loop (``for`` or ``while``) is the bytecode from a backward jump's target up to that jump. A synchronize
+    that a condition depending on the step may skip (``if i % 1000 == 999:``: a ``%``, or a name the loop
+    assigns) is not named: the code cannot tell how often that runs, a correct answer must not fail on a guess,
+    and where it does run on the grader the sync counter sees it."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return []
     instructions = list(dis.get_instructions(code))
-    loops = [(i.argval, i.offset) for i in instructions
-             if "JUMP" in i.opname and isinstance(i.argval, int)
+    loops = [(i.argval, i.offset) for i in instructions if "JUMP" in i.opname and isinstance(i.argval, int)
              and i.argval < i.offset]
-    return sorted({i.positions.lineno for i in instructions
-                   if i.argval == "synchronize" and i.positions is not None and i.positions.lineno is not None
-                   and any(start <= i.offset < end for start, end in loops)})
+    lines = set()
+    for site in _synchronize_sites(instructions, lambda name: _resolve(fn, name)):
+        for start, end in loops:
+            if start <= site.offset < end and not _step_may_skip(instructions, site, start, end):
+                lines.add(site.positions.lineno)
+    return sorted(line for line in lines if line is not None)
+
+
+#: the bytecode that reads a name, and what calls
+_LOADS = ("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL", "LOAD_NAME")
+_STORES = ("STORE_FAST", "STORE_DEREF", "STORE_GLOBAL", "STORE_NAME")
+
+
+def _synchronize_sites(instructions: list[Any], resolve: Callable[[str], Any] | None) -> list[Any]:
+    """The instructions that name a synchronize: the name itself, a local name bound to an expression that names
+    one (no call between the two, but for ``getattr(torch.cuda, "synchronize")``), or (with ``resolve``) a global or
+    closure name whose value synchronizes."""
+    aliases, mention = set(), None
+    sites = []
+    for i in instructions:
+        named = i.argval == "synchronize" or (inspect.iscode(i.argval) and _synchronizes(i.argval))
+        if named:
+            sites.append(i)
+            mention = i
+        elif i.opname in _LOADS and (i.argval in aliases or (
+                resolve is not None and i.opname != "LOAD_FAST" and _value_synchronizes(resolve(i.argval)))):
+            sites.append(i)
+        elif mention is not None and i.opname.startswith(("CALL", "PRECALL")) and mention.opname != "LOAD_CONST":
+            mention = None  # synchronize() was called: what is stored next is its result, not the function
+        elif mention is not None and i.opname in _STORES:
+            aliases.add(i.argval)
+            mention = None
+    return sites
+
+
+def _synchronizes(code: Any) -> bool:
+    """Whether a function's code (a helper, a lambda) calls a synchronize on every call, in its own body."""
+    instructions = list(dis.get_instructions(code))
+    end = instructions[-1].offset + 2 if instructions else 0
+    return any(not _step_may_skip(instructions, site, 0, end, loop=False)
+               for site in _synchronize_sites(instructions, None))
+
+
+def _value_synchronizes(value: Any) -> bool:
+    """A synchronize itself (``wait = torch.cuda.synchronize``), or a Python function that calls one; a lambda whose
+    defining line names one (``wait = torch.cuda.synchronize if ... else (lambda: None)``, read where the source
+    is at hand: on the grader the name holds the lambda)."""
+    if callable(value) and getattr(value, "__name__", None) == "synchronize":
+        return True
+    code = getattr(value, "__code__", None)
+    if not inspect.iscode(code):
+        return False
+    if code.co_name == "<lambda>" and "synchronize" in linecache.getline(code.co_filename, code.co_firstlineno):
+        return True
+    return _synchronizes(code)
+
+
+def _resolve(fn: Callable[..., Any], name: str) -> Any:
+    """What a global or closure name of ``fn`` holds now (None where it holds nothing)."""
+    code = fn.__code__
+    if name in code.co_freevars and getattr(fn, "__closure__", None):
+        try:
+            return fn.__closure__[code.co_freevars.index(name)].cell_contents
+        except ValueError:  # an empty cell
+            return None
+    found = getattr(fn, "__globals__", {}).get(name)
+    return found if found is not None else getattr(builtins, name, None)
+
+
+def _step_may_skip(instructions: list[Any], site: Any, start: int, end: int, loop: bool = True) -> bool:
+    """Whether a condition that depends on the step jumps over ``site``: a conditional jump before it whose target
+    is past it, on a line (the condition's) holding a ``%``, or (in a loop) a name the loop assigns."""
+    varying = {i.argval for i in instructions if loop and start <= i.offset < end and i.opname in _STORES}
+    for jump in instructions:
+        if not (start <= jump.offset < site.offset and "JUMP" in jump.opname and "IF" in jump.opname
+                and isinstance(jump.argval, int) and jump.argval > site.offset and jump.positions is not None):
+            continue
+        condition = [i for i in instructions if start <= i.offset < jump.offset and i.positions is not None
+                     and i.positions.lineno == jump.positions.lineno]
+        if any((i.opname == "BINARY_OP" and i.argrepr in ("%", "%=")) or i.opname == "BINARY_MODULO"
+               or (i.opname in _LOADS and i.argval in varying) for i in condition):
+            return True
+    return False
 
 
 def counted_twice(make: Callable[[int], Any], run: Callable[[Any], Any], few: int, many: int, tampered: str
@@ -166,13 +253,21 @@ def counted_twice(make: Callable[[int], Any], run: Callable[[Any], Any], few: in
     counter starts); with each place whose count grows with the steps: ``(place, count at few, count at many)``.
 
     A sync made once per step is told from one made once after the loop by this growth alone, whatever the code
-    looks like (chapters 08 and 09). ``tampered``: the message if the counter was switched off while it ran."""
+    looks like (chapters 08 and 09). ``tampered``: the message if the counter was switched off while it ran.
+    The case (the model, its optimizer, the batches) is what a GPU would hold, handed to the counter as the
+    device's; any other tensor made before it started (a buffer in the learner's cell) is the host's. What
+    would raise on a GPU (a host tensor updated in place from a device tensor) fails here, named."""
     counted = {}
     for steps in (few, many):
         case = make(steps)
-        with count_host_syncs() as syncs:
+        with count_host_syncs(device_tensors=case) as syncs:
             run(case)
         check(syncs.intact, tampered)
+        if syncs.raises:
+            raise CheckFailed(_(
+                "{what}: on a GPU this raises, since a tensor on the host cannot take a device tensor's values in "
+                "an operation, only through a copy (.to, copy_). Make that tensor on the device: device=..., e.g. "
+                "torch.zeros((), device=loss.device).").format(what=syncs.raises[0]))
         counted[steps] = syncs
     low, high = counted[few].by_place(), counted[many].by_place()
     return counted, [(place, low.get(place, 0), n) for place, n in high.items() if n > low.get(place, 0)]

@@ -25,6 +25,10 @@ from helpers import device as dev
 from helpers import speed
 from helpers.benchmark import Timing
 
+#: the course's device on a machine without a GPU, as pick_device names it: the device, though it is the CPU (only a
+#: torch.device("cpu") written out in the call is read as the host)
+DEVICE = torch.device("cpu")
+
 # --------------------------------------------------------------------------- one host read per function
 # Each reader does its read on the line just below its `def`, so the expected place is
 # f"line {fn.__code__.co_firstlineno + 1} of {fn.__name__}()".
@@ -102,7 +106,7 @@ def read_setitem_into_host(t, mask):
 
 
 def read_mask_write(t, mask):
-    t.clone()[mask] = 0.0
+    t.clone()[mask] = t.sum()  # a device value: index_put_ runs nonzero (a Python number would be a masked fill)
 
 
 def wait_tensor_on_device(t, mask):
@@ -143,7 +147,7 @@ READERS = [
     (read_into_host_tensor, "blocking copy to the host"),
     (read_copy_into_host, "blocking copy to the host"),
     (read_setitem_into_host, "blocking copy to the host"),
-    (read_mask_write, "t[mask] = v"),
+    (read_mask_write, "t[mask] = other"),
 ]
 #: what waits without reading a value: a copy *to* the device, an explicit synchronize
 WAITERS = [
@@ -321,7 +325,7 @@ def test_adams_own_step_counter_read_is_not_counted_but_the_learners_item_is():
 def per_step_item(steps):
     losses = []
     for _ in range(steps):
-        loss = torch.randn(3, device=torch.device("cpu")).pow(2).mean()  # on the device, as pick_device names it
+        loss = torch.randn(3, device=DEVICE).pow(2).mean()  # on the device, as pick_device names it
         losses.append(loss.item())
     return losses
 
@@ -425,6 +429,163 @@ def test_torch_tensor_of_a_list_of_tensors_counts_a_read_per_element():
     with speed.count_host_syncs() as syncs:
         torch.tensor(losses)
     assert len(syncs) >= len(losses)
+
+
+# --------------------------------------------------------------------------- review 3: W4, W5, N6, N7
+
+
+def mask_fills(t, steps):
+    for _ in range(steps):
+        x = t.clone()
+        x[x < 0] = 0.0  # a Python number: masked_fill_ on a GPU, no sync
+        x[x > 3] = torch.tensor(1.0)  # one element on the host: the same
+    return x
+
+
+def test_a_number_written_through_a_mask_is_a_masked_fill_not_a_sync():
+    t, _ = _data()
+    with speed.count_host_syncs() as syncs:
+        mask_fills(t, 3)
+    assert len(syncs) == 0, syncs.summary()
+
+
+def to_host_device_object(t, steps):
+    kept = []
+    for _ in range(steps):
+        kept.append(t.sum().to(torch.device("cpu")))  # written out: a copy to the host
+        kept.append(t.to(DEVICE))  # the course's device, the same object here: nothing moves
+    return kept
+
+
+def test_a_torch_device_cpu_written_out_is_a_copy_to_the_host_and_the_courses_device_is_not():
+    t, _ = _data()
+    with speed.count_host_syncs() as syncs:
+        kept = to_host_device_object(t, 3)
+        free = [float(v) for v in kept[::2]]  # copied to the host: read for free
+    assert syncs.by_place() == {f"{speed._(speed.TO_HOST)} at {_place_of(to_host_device_object, 'cpu')}": 3}, \
+        syncs.summary()
+    assert len(free) == 3
+
+
+BUFFER = torch.zeros(8)  # made before the counter, as in a learner's cell: on the host
+SCALE = torch.tensor(0.5)  # a host constant from before: reading it waits for nothing
+
+
+def into_old_buffer(t, steps):
+    for i in range(steps):
+        BUFFER[i] = t.sum() * float(SCALE)
+    return BUFFER
+
+
+@pytest.mark.parametrize("steps", [2, 5])
+def test_tensors_from_before_the_block_are_the_hosts_unless_handed_in_as_the_devices(steps):
+    t, _ = _data()
+    model = nn.Linear(4, 2)
+    with speed.count_host_syncs(device_tensors=[t, model]) as syncs:
+        into_old_buffer(t, steps)
+        model.weight.sum().item()  # a parameter handed in: on the device
+    assert syncs.by_place() == {f"{speed._(speed.TO_HOST)} at {_place(into_old_buffer, 2)}": steps,
+                                f"{speed._(speed.SYNC_OPS['aten._local_scalar_dense'])} at "
+                                f"{_place_of(test_tensors_from_before_the_block_are_the_hosts_unless_handed_in_as_the_devices, 'item()')}": 1}, \
+        syncs.summary()
+    with speed.count_host_syncs() as syncs:  # nothing named: everything from before stands for the device
+        into_old_buffer(t, steps)
+    assert [e.kind for e in syncs.events] == [speed.SYNC_OPS["aten._local_scalar_dense"]] * steps, syncs.summary()
+
+
+def from_numpy_each_step(t, steps):
+    import numpy as np
+
+    for _ in range(steps):
+        t = t + torch.from_numpy(np.ones(4, dtype="float32")).to(t.device)
+    return t
+
+
+def test_from_numpy_is_a_host_tensor_and_its_move_to_the_device_waits():
+    t, _ = _data()
+    with speed.count_host_syncs() as syncs:
+        from_numpy_each_step(t, 3)
+    assert syncs.by_place() == {f"{speed._(speed.TO_DEVICE)} at {_place_of(from_numpy_each_step, 'torch.from_numpy')}": 3}
+    assert syncs.intact
+
+
+def host_indices(t, steps):
+    for _ in range(steps):
+        t[torch.randperm(len(t))].sum()
+        t.index_select(0, torch.arange(2))
+        t[torch.arange(2, device=t.device)]  # on the device: nothing waits
+    return t
+
+
+def test_a_host_index_into_a_device_tensor_is_a_blocking_copy_of_the_index():
+    t, _ = _data()
+    with speed.count_host_syncs() as syncs:
+        host_indices(t, 3)
+    kind = speed._(speed.HOST_INDEX)
+    assert syncs.by_place() == {f"{kind} at {_place_of(host_indices, 'randperm')}": 3,
+                                f"{kind} at {_place_of(host_indices, 'index_select')}": 3}, syncs.summary()
+    assert syncs.reads == []
+
+
+def host_total(t, steps):
+    total, kept = torch.zeros(()), torch.zeros((), device=t.device)
+    for _ in range(steps):
+        total += t.sum()  # raises on a GPU: a host output, a device input
+        kept += t.sum()
+    return total, kept
+
+
+def test_a_host_tensor_updated_in_place_from_a_device_tensor_is_kept_as_what_raises():
+    t, _ = _data()
+    with speed.count_host_syncs() as syncs:
+        host_total(t, 3)
+    assert len(syncs) == 0, syncs.summary()
+    assert [e.where for e in syncs.raises] == [_place_of(host_total, "total +=")] * 3
+    assert "total += loss" in str(syncs.raises[0])
+
+
+def lesser_syncs(t, steps):
+    import io
+
+    counts = t.abs().long()
+    for _ in range(steps):
+        torch.cuda.empty_cache()
+        counts.bincount()
+        counts.unique_consecutive()
+        t.histc(bins=4)
+        t.histc(bins=4, min=-5, max=5)  # a range given: nothing read
+        torch.save(t, io.BytesIO())
+        torch.save(torch.ones(2), io.BytesIO())  # a host tensor: nothing copied
+    return counts
+
+
+def test_empty_cache_bincount_unique_consecutive_histc_and_save_of_a_device_tensor_are_counted():
+    t, _ = _data()
+    with speed.count_host_syncs() as syncs:
+        lesser_syncs(t, 2)
+    counted = {place: n for place, n in syncs.by_place().items()}
+    where = {text: _place_of(lesser_syncs, text) for text in
+             ("empty_cache", "bincount", "unique_consecutive", "histc(bins=4)", "torch.save(t,")}
+    assert sorted(counted.values()) == [2] * 5 and len(syncs) == 10, syncs.summary()
+    for text, place in where.items():
+        assert any(key.endswith(f"at {place}") for key in counted), (text, syncs.summary())
+    assert syncs.intact
+
+
+def copied_then_read(t, steps):
+    losses = [t.sum() * i for i in range(steps)]
+    values = [float(v) for v in torch.stack(losses).to("cpu")]
+    values += [float(v) for v in torch.stack(losses).cpu()]
+    values += [float(v) for v in torch.stack(losses).tolist()]
+    return values
+
+
+@pytest.mark.parametrize("steps", [2, 6])
+def test_a_copy_to_the_host_then_reads_of_its_elements_is_one_read(steps):
+    t, _ = _data()
+    with speed.count_host_syncs() as syncs:
+        copied_then_read(t, steps)
+    assert len(syncs) == 3 and len(syncs.reads) == 3, syncs.summary()
 
 
 # --------------------------------------------------------------------------- the stand-in stream
@@ -689,7 +850,7 @@ def test_a_counter_patched_through_the_mode_stack_is_not_intact(patch):
             mode.counter._record = lambda *args, **kwargs: None
         else:
             mode.counter = speed.SyncCounter()  # the mode counts into another counter
-        return torch.ones(3, device=torch.device("cpu")).sum().item()
+        return torch.ones(3, device=DEVICE).sum().item()
 
     with speed.count_host_syncs() as counter:
         quiet_loop()
@@ -698,5 +859,5 @@ def test_a_counter_patched_through_the_mode_stack_is_not_intact(patch):
 
 def test_a_counter_left_alone_is_intact():
     with speed.count_host_syncs() as counter:
-        torch.ones(3, device=torch.device("cpu")).sum().item()
+        torch.ones(3, device=DEVICE).sum().item()
     assert counter.intact and len(counter) == 1
