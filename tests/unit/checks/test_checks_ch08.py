@@ -643,3 +643,108 @@ def test_a_mean_computed_any_way_is_named(mean):
     for case in PAYS_CASES[:2]:
         with pytest.raises(CheckFailed, match="Likely: the mean was used"):
             ch08.check_compile_decision(compile_pays_by_mean, *case)
+
+
+# --------------------------------------------------------------------------- review 3: W5, N6 (the loop's syncs)
+
+HOST_LOSSES = torch.zeros(64)  # a buffer made in the learner's cell, before the check's counter starts: on the host
+
+
+def outside_host_buffer_each_step(model, optimizer, batches):
+    return _keeping_each_step(model, optimizer, batches, _into_outside_buffer)
+
+
+def _into_outside_buffer(loss, x):
+    HOST_LOSSES[0] = loss.detach()  # a device-to-host copy, every step
+    return loss.detach()
+
+
+def host_total_each_step(model, optimizer, batches):
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
+    total = torch.zeros(())
+    for loss in losses:
+        total += loss  # a host tensor updated from a device tensor: raises on a GPU
+    return torch.stack(losses).tolist(), correct.item() / seen
+
+
+def copy_then_floats(model, optimizer, batches):
+    losses, correct, seen = _quiet_loop(model, optimizer, batches)
+    on_host = torch.stack(losses).to("cpu")  # one copy; its elements are then read on the host, for free
+    if torch.isnan(on_host).any():
+        raise FloatingPointError("NaN loss")
+    return [float(v) for v in on_host], correct.item() / seen
+
+
+def test_a_host_buffer_made_before_the_check_is_a_copy_to_the_host_each_step():
+    with pytest.raises(CheckFailed, match="a host sync runs once per batch: a blocking copy to the host") as info:
+        ch08.check_no_syncs_in_loop(outside_host_buffer_each_step, **SYNC_CASES[0])
+    assert re.search(_where(_into_outside_buffer, "HOST_LOSSES[0] ="), str(info.value)), str(info.value)
+
+
+def test_a_host_tensor_updated_from_a_device_tensor_fails_as_what_raises_on_a_gpu():
+    with pytest.raises(CheckFailed, match=r"an in-place operation \(add_\) on a host tensor .*on a GPU this raises") \
+            as info:
+        ch08.check_no_syncs_in_loop(host_total_each_step, **SYNC_CASES[0])
+    assert re.search(_where(host_total_each_step, "total += loss"), str(info.value)), str(info.value)
+
+
+@pytest.mark.parametrize("case", SYNC_CASES)
+def test_a_copy_to_the_host_then_its_elements_read_one_by_one_is_one_read(case):
+    ch08.check_no_syncs_in_loop(copy_then_floats, **case)
+    ch08.check_results(copy_then_floats, **RESULT_CASES[1])
+
+
+def _sync_when_there_is_a_gpu():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+WAIT = torch.cuda.synchronize  # a synchronize under another name
+
+
+def alias_each_step(model, optimizer, batches):
+    wait = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    losses = []
+    for x, y in batches:
+        _logits, loss = _step(model, optimizer, x, y)
+        wait()
+        losses.append(loss.detach())
+    return losses
+
+
+def helper_each_step(model, optimizer, batches):
+    for x, y in batches:
+        _step(model, optimizer, x, y)
+        _sync_when_there_is_a_gpu()
+
+
+def global_alias_each_step(model, optimizer, batches):
+    for x, y in batches:
+        _step(model, optimizer, x, y)
+        if torch.cuda.is_available():
+            WAIT()
+
+
+def periodic_synchronize(model, optimizer, batches):
+    for i, (x, y) in enumerate(batches):
+        _step(model, optimizer, x, y)
+        if i % 1000 == 999 and torch.cuda.is_available():  # rarely: left to the counter, where it runs
+            torch.cuda.synchronize()
+    torch.cuda.synchronize() if torch.cuda.is_available() else None  # after the loop: once
+
+
+def _line(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("fn, text", [(alias_each_step, "wait()"), (helper_each_step, "_sync_when_there_is_a_gpu()"),
+                                      (global_alias_each_step, "WAIT()")])
+def test_a_synchronize_reached_through_an_alias_or_a_helper_is_found_in_the_loop(fn, text):
+    assert ch08.synchronize_in_loop(fn) == [_line(fn, text)]
+    with pytest.raises(CheckFailed, match=rf"calls a synchronize inside its loop \(line {_line(fn, text)}\)"):
+        ch08.check_no_syncs_in_loop(fn, **SYNC_CASES[0])
+
+
+def test_a_synchronize_that_the_step_guards_or_that_follows_the_loop_is_not_named():
+    assert ch08.synchronize_in_loop(periodic_synchronize) == []
