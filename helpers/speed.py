@@ -729,7 +729,7 @@ def count_host_syncs(device_tensors: Any = None) -> Iterator[SyncCounter]:
     """Count every place the host would wait for a GPU in the block, and the line that asked.
 
     Four layers see them: a dispatch mode sees the operators that hand a value to the host (``.item()``,
-    ``bool(t)``, ``nonzero``, ``t[mask]``, ``t[mask] = v``); the Tensor methods that copy to the host
+    ``bool(t)``, ``nonzero``, ``t[mask]``, ``t[mask] = other_tensor``); the Tensor methods that copy to the host
     (``.tolist()``, ``.cpu()``, ``print(t)``) and ``torch.tensor`` (which reads a list of tensors element by
     element) are wrapped for the block's duration; a function mode (:class:`_Places`) knows where each tensor
     would live on a GPU machine and sees the blocking copies between host and device (``.to("cpu")``,
@@ -755,7 +755,8 @@ def count_host_syncs(device_tensors: Any = None) -> Iterator[SyncCounter]:
             wrapper = counter._wrap(name, original)
             counter._installed[name] = wrapper
             stack.enter_context(mock.patch.object(torch.Tensor, name, wrapper))
-        waits = [(call, EXPLICIT_SYNC) for call in SYNCHRONIZE_CALLS] + [(call, EMPTY_CACHE) for call in EMPTY_CACHE_CALLS]
+        waits = [(call, EXPLICIT_SYNC) for call in SYNCHRONIZE_CALLS]
+        waits += [(call, EMPTY_CACHE) for call in EMPTY_CACHE_CALLS]
         for (path, name), kind in waits:
             owner = _owner(path)
             original = getattr(owner, name, None) if owner is not None else None

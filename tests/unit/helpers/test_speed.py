@@ -477,17 +477,20 @@ def into_old_buffer(t, steps):
     return BUFFER
 
 
+def read_parameter(model):
+    return model.weight.sum().item()  # a parameter handed in: on the device
+
+
 @pytest.mark.parametrize("steps", [2, 5])
 def test_tensors_from_before_the_block_are_the_hosts_unless_handed_in_as_the_devices(steps):
     t, _ = _data()
     model = nn.Linear(4, 2)
     with speed.count_host_syncs(device_tensors=[t, model]) as syncs:
         into_old_buffer(t, steps)
-        model.weight.sum().item()  # a parameter handed in: on the device
+        read_parameter(model)
+    item = speed._(speed.SYNC_OPS["aten._local_scalar_dense"])
     assert syncs.by_place() == {f"{speed._(speed.TO_HOST)} at {_place(into_old_buffer, 2)}": steps,
-                                f"{speed._(speed.SYNC_OPS['aten._local_scalar_dense'])} at "
-                                f"{_place_of(test_tensors_from_before_the_block_are_the_hosts_unless_handed_in_as_the_devices, 'item()')}": 1}, \
-        syncs.summary()
+                                f"{item} at {_place(read_parameter)}": 1}, syncs.summary()
     with speed.count_host_syncs() as syncs:  # nothing named: everything from before stands for the device
         into_old_buffer(t, steps)
     assert [e.kind for e in syncs.events] == [speed.SYNC_OPS["aten._local_scalar_dense"]] * steps, syncs.summary()
@@ -505,7 +508,8 @@ def test_from_numpy_is_a_host_tensor_and_its_move_to_the_device_waits():
     t, _ = _data()
     with speed.count_host_syncs() as syncs:
         from_numpy_each_step(t, 3)
-    assert syncs.by_place() == {f"{speed._(speed.TO_DEVICE)} at {_place_of(from_numpy_each_step, 'torch.from_numpy')}": 3}
+    place = _place_of(from_numpy_each_step, "torch.from_numpy")
+    assert syncs.by_place() == {f"{speed._(speed.TO_DEVICE)} at {place}": 3}
     assert syncs.intact
 
 
