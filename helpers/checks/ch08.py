@@ -198,10 +198,12 @@ def _synchronize_sites(instructions: list[Any], resolve: Callable[[str], Any] | 
 
 
 def _synchronizes(code: Any) -> bool:
-    """Whether a function's code (a helper, a lambda) calls a synchronize on every call, in its own body."""
+    """Whether a function's code (a helper, a lambda) calls a synchronize on every call on a GPU, in its own body,
+    where the grader cannot see it run: behind a condition (``if torch.cuda.is_available():``) that does not depend
+    on the step. One it calls unguarded runs on the grader too, where the counter names it with its line."""
     instructions = list(dis.get_instructions(code))
     end = instructions[-1].offset + 2 if instructions else 0
-    return any(not _step_may_skip(instructions, site, 0, end, loop=False)
+    return any(_guards(instructions, site, 0) and not _step_may_skip(instructions, site, 0, end, loop=False)
                for site in _synchronize_sites(instructions, None))
 
 
@@ -231,19 +233,27 @@ def _resolve(fn: Callable[..., Any], name: str) -> Any:
     return found if found is not None else getattr(builtins, name, None)
 
 
+def _guards(instructions: list[Any], site: Any, start: int) -> list[Any]:
+    """The conditional jumps after ``start`` that jump over ``site`` (the ``if``s it sits in)."""
+    return [jump for jump in instructions
+            if start <= jump.offset < site.offset and "JUMP" in jump.opname and "IF" in jump.opname
+            and isinstance(jump.argval, int) and jump.argval > site.offset and jump.positions is not None]
+
+
 def _step_may_skip(instructions: list[Any], site: Any, start: int, end: int, loop: bool = True) -> bool:
     """Whether a condition that depends on the step jumps over ``site``: a conditional jump before it whose target
-    is past it, on a line (the condition's) holding a ``%``, or (in a loop) a name the loop assigns."""
+    is past it, on a line (the condition's) holding a ``%``, or (in a loop) a name the loop assigns read as a value
+    (``i == 0``, not ``x.device.type == "cuda"``, which is the same in every step)."""
     varying = {i.argval for i in instructions if loop and start <= i.offset < end and i.opname in _STORES}
-    for jump in instructions:
-        if not (start <= jump.offset < site.offset and "JUMP" in jump.opname and "IF" in jump.opname
-                and isinstance(jump.argval, int) and jump.argval > site.offset and jump.positions is not None):
-            continue
+    for jump in _guards(instructions, site, start):
         condition = [i for i in instructions if start <= i.offset < jump.offset and i.positions is not None
                      and i.positions.lineno == jump.positions.lineno]
-        if any((i.opname == "BINARY_OP" and i.argrepr in ("%", "%=")) or i.opname == "BINARY_MODULO"
-               or (i.opname in _LOADS and i.argval in varying) for i in condition):
-            return True
+        for i, after in zip(condition, [*condition[1:], None]):
+            if (i.opname == "BINARY_OP" and i.argrepr in ("%", "%=")) or i.opname == "BINARY_MODULO":
+                return True
+            if i.opname in _LOADS and i.argval in varying and not (
+                    after is not None and after.opname in ("LOAD_ATTR", "LOAD_METHOD")):
+                return True
     return False
 
 
