@@ -165,6 +165,7 @@ COURSE_MESSAGES = {
     "all checks passed": "모든 검사를 통과했습니다",  # passed(): "✔ {what}: all checks passed."
     "write it yourself": "직접 작성하세요",  # helpers/checks/delegation.py
     "within the noise on this machine": "이 머신의 잡음 범위 안",  # bench.compare's verdict
+    "of measured peak": "측정한 최대 성능 대비",  # chapter 09's ladder table header
 }
 #: the JupyterLab labels the English chapters quote in italics -> the pack's msgids they name, one per menu level
 #: ("menu\x04Kernel" is the Kernel menu itself). *Run All* is the Run menu's "Run All Cells".
