@@ -87,15 +87,33 @@ def released_course(tmp_path_factory):
 
     The release goes into its own folder with its own gradebook, so tests never touch the
     repo's notebooks/ or gradebook.db. Shared by the release and round-trip tests.
+
+    Built once per run, not once per xdist worker (about 40 s of a 2-core machine each time): the first worker
+    to get here builds it in the run's shared temporary folder under a file lock (filelock, which torch already
+    needs; the pytest-xdist documentation's recipe), and every worker takes a copy of its own, so a test that
+    writes into its course never changes another's.
     """
     import shutil
+
+    from filelock import FileLock
 
     from support.layout import ROOT
     from course_tools.grading.release.generate import generate_release
 
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    # under xdist a worker's base is <this run's folder>/popen-gwN: its parent is this run's alone; without xdist the
+    # parent holds every earlier run's folder too, whose release would be stale
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "released_course"
+    with FileLock(f"{shared}.lock"):
+        if not (shared / ".built").exists():
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir()
+            shutil.copy(ROOT / "nbgrader_config.py", shared / "nbgrader_config.py")
+            shutil.copytree(ROOT / "solutions", shared / "solutions")
+            generate_release(shared / "release", root=shared, db_url=f"sqlite:///{shared / 'gradebook.db'}")
+            (shared / ".built").touch()
     course = tmp_path_factory.mktemp("course")
-    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    shutil.copytree(ROOT / "solutions", course / "solutions")
-    db_url = f"sqlite:///{course / 'gradebook.db'}"
-    generate_release(course / "release", root=course, db_url=db_url)
+    shutil.copytree(shared, course, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".built"))
     return course
