@@ -326,7 +326,7 @@ def climb(rungs: list[Rung], data: TensorDataset, device: str | torch.device, *,
             synchronize(device)
             times[i].append(time.perf_counter() - start)
     for i, run in enumerate(runs):
-        run.timing = bench.Timing.from_times(times[i], device, label=run.rung.name)
+        run.timing = bench.Timing.from_times(times[i], device, label=_(run.rung.name))  # shown in verdicts
         if run.rung.compiled:
             run.compile_s = max(first[i] - run.timing.median, 0.0)
     return runs

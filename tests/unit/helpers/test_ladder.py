@@ -104,3 +104,16 @@ def test_a_spread_wider_than_the_median_leaves_no_upper_bound():
     low, high = rate_band(100.0, SimpleNamespace(median=1.0, iqr=0.5))
     assert (low, high) == (100.0 / 1.25, 100.0 / 0.75)
     assert rate_band(100.0, SimpleNamespace(median=1.0, iqr=3.0)) == (40.0, float("inf"))
+
+
+def test_a_rungs_verdicts_name_it_in_the_learners_language(monkeypatch):
+    """The name is a key (slug) in English and is shown translated: bench.compare's sentences read the timing's
+    label, so in the Korean edition the label is the Korean name."""
+    from helpers import i18n
+
+    monkeypatch.setattr(i18n, "_chosen", "ko")
+    rungs = ladder.ladder(torch.bfloat16)[:2]
+    runs = ladder.climb(rungs, ladder.make_data(8, 4), "cpu", batch=4, dim=8, repeats=1)
+    assert [run.rung.name for run in runs] == ["plain fp32", "sync-free"]
+    assert [run.timing.label for run in runs] == [i18n._("plain fp32"), i18n._("sync-free")]
+    assert runs[1].timing.label != "sync-free"  # the Korean catalog has it
