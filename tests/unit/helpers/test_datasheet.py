@@ -36,3 +36,29 @@ def test_the_sheets_agree_with_the_simulated_gpus_figures():
                              ("float16", profile.fp16)):
             if sheet.peak(kind) is not None:
                 assert figure.value == pytest.approx(sheet.peak(kind)), (name, kind)
+        assert profile.memory_bandwidth.value == pytest.approx(sheet.bandwidth), (name, "bandwidth")
+
+
+@pytest.mark.parametrize("name, bandwidth, printed", [
+    ("NVIDIA H100 80GB HBM3", 3.35e12, "3.35 TB/s"), ("NVIDIA H100 PCIe", 2.0e12, "2 TB/s"),
+    ("NVIDIA H100 NVL", 3.9e12, "3.9 TB/s"), ("NVIDIA H200", 4.8e12, "4.8 TB/s"),
+    ("NVIDIA H200 NVL", 4.8e12, "4.8 TB/s"), ("NVIDIA A100-SXM4-80GB", 2.039e12, "2,039 GB/s"),
+    ("NVIDIA L40S", 864e9, "864 GB/s"), ("NVIDIA L4", 300e9, "300 GB/s"),
+    ("NVIDIA A10", 600e9, "600 GB/s"), ("Tesla T4", 320e9, "320 GB/s"), ("Tesla V100-SXM2-16GB", 900e9, "900 GB/s"),
+    ("Tesla V100-PCIE-32GB", 900e9, "900 GB/s"),
+])
+def test_each_sheet_has_its_memory_bandwidth_in_bytes_per_second_and_cites_it(name, bandwidth, printed):
+    sheet = datasheet.lookup(name)
+    assert sheet.bandwidth == pytest.approx(bandwidth)
+    assert f"memory bandwidth {printed}" in sheet.source
+
+
+def test_every_sheet_has_a_bandwidth_and_the_a100_names_its_column():
+    assert all(sheet.bandwidth for _, sheet in datasheet.SHEETS)
+    assert "80GB SXM column" in datasheet.lookup("NVIDIA A100-SXM4-40GB").source  # one pattern, several parts
+
+
+def test_a_sheet_made_without_a_bandwidth_still_is_one():
+    """Sheet(part, source, peaks) as before the bandwidth: a caller of the old form is not broken."""
+    sheet = datasheet.Sheet("X", "a sheet", {"float32": 1e12})
+    assert sheet.bandwidth is None and sheet.training_peak == ("float32", 1e12)
