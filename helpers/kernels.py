@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import os
 import re
+import sys
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +86,10 @@ def status(device: str | torch.device) -> KernelStatus:
     except Exception:  # noqa: BLE001 - ImportError, or a broken install: either way there is no Triton
         return KernelStatus("missing", _missing_reason(), torch.device("cpu"))
     cpu = torch.device("cpu")
+    if _tensors_are_fake():
+        return KernelStatus("missing", _(
+            "The tensors here are simulated, with no memory behind them (the course's simulated GPU): a kernel would "
+            "have nothing to read, so the kernel cells are skipped."), cpu)
     if device.type != "cuda":
         return KernelStatus("interpreted", _(
             "No CUDA GPU here ({device}): Triton's interpreter runs each kernel on the CPU, one block after another, "
@@ -94,6 +99,14 @@ def status(device: str | torch.device) -> KernelStatus:
         return KernelStatus("interpreted", problem, cpu)
     return KernelStatus("compiled", _("Triton compiles each kernel for {name}.").format(
         name=torch.cuda.get_device_name(device)), device)
+
+
+def _tensors_are_fake() -> bool:
+    """Whether a tensor made now has no memory behind it (a FakeTensorMode is active, as in the course's simulated
+    GPU): Triton's interpreter reads and writes real memory through pointers, so it cannot run there."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(torch.empty(0), FakeTensor)
 
 
 def _driver_problem(triton: Any, device: torch.device) -> str | None:
@@ -128,7 +141,32 @@ def setup(device: str | torch.device) -> tuple[Any, Any, KernelStatus]:
     else:
         os.environ.pop(INTERPRET_VAR, None)
     triton, tl = _import_triton()
+    _language_as(interpreted=state.mode == "interpreted")
     return triton, tl, state
+
+
+def _language_as(interpreted: bool) -> None:
+    """Make ``triton.language``'s own ``@triton.jit`` functions (``tl.max``, ``tl.sum``, ``tl.softmax``...) what a
+    kernel decorated now is: interpreted or compiled.
+
+    Why: Triton decides when a function is decorated, and its standard library is decorated when ``triton`` is first
+    imported, which ``torch._dynamo`` does long before a chapter's setup cell (any ``torch.compile`` imports it).
+    Imported without ``TRITON_INTERPRET``, ``tl.max`` inside an interpreted kernel raises "Cannot call
+    @triton.jit'd outside of the scope of a kernel". Each such function is rebuilt from its Python function, once
+    per function, in every ``triton.language`` module that holds it."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    wrong, make = (JITFunction, InterpretedFunction) if interpreted else (InterpretedFunction, JITFunction)
+    rebuilt: dict[int, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "triton.language" or name.startswith("triton.language.")):
+            continue
+        for attr, value in list(vars(module).items()):
+            if type(value) is wrong:
+                if id(value) not in rebuilt:
+                    rebuilt[id(value)] = make(value.fn)
+                setattr(module, attr, rebuilt[id(value)])
 
 
 # --------------------------------------------------------------------------- stand-ins where Triton is missing

@@ -144,6 +144,18 @@ FIGURES: dict[str, dict[str, tuple[str, str]]] = {
                              "(helpers.datasheet, a vendor figure)")),
         "compile_s": ("s", N_("compiling the block, forward and backward: the first epoch less a steady one")),
     },
+    "10_kernels": {
+        "copy_bytes_per_s": ("B/s", N_("a device copy of {copy_mib} MiB of float32, read and write counted")),
+        "add_bytes_per_s": ("B/s", N_("c = a + b on {copy_mib} MiB tensors, two reads and a write counted")),
+        "peak_fp32": ("FLOP/s", N_("float32 matrix product, best of chapter 01's sweep (n = {peak_sizes})")),
+        "softmax_eager_s": ("s", N_("softmax over each row of a ({rows}, {cols}) float32 tensor, written as five "
+                                    "eager operations")),
+        "softmax_torch_s": ("s", N_("the same softmax, torch.softmax (one fused kernel)")),
+        "softmax_compiled_s": ("s", N_("the five operations under torch.compile")),
+        "softmax_triton_s": ("s", N_("the Triton kernel of exercise 2 (the reference answer), compiled")),
+        "softmax_triton_share": ("%", N_("that kernel's bytes per second (x read once, the output written once) over "
+                                         "the copy's")),
+    },
 }
 
 #: The sizes behind a chapter's stored figures, as its cells and its measure (``course_tools.gpu_check.measure``)
@@ -163,6 +175,7 @@ WORKLOADS: dict[str, dict[str, Any]] = {
         "dim": 512, "tokens": 256, "batch": 64, "steps": 50, "workers": 2,
         "peak_sizes": (1024, 2048, 4096, 8192),
     },
+    "10_kernels": {"copy_mib": 256, "peak_sizes": (1024, 2048, 4096), "rows": 4096, "cols": 4096},
 }
 
 

@@ -27,7 +27,7 @@ from helpers.i18n import N_, _
 from helpers.plots import new_figure
 from helpers.units import format_rate
 
-__all__ = ["OPS", "Bandwidth", "OpPoint", "Roof", "measure_bandwidth", "op_points", "plot"]
+__all__ = ["OPS", "Bandwidth", "OpPoint", "Roof", "measure_bandwidth", "op_points", "plot", "table"]
 
 #: the operations :func:`measure_bandwidth` times, and the tensors each reads and writes per call (each ``nbytes``)
 OPS = {"copy": (1, 1), "add": (2, 1)}
@@ -176,7 +176,9 @@ def _unique_bytes(tensors: Iterable[torch.Tensor]) -> int:
     """Bytes of ``tensors``, each piece of memory once (an input passed twice is read once)."""
     seen, total = set(), 0
     for t in tensors:
-        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        # the storage's own handle, not data_ptr(): a tensor without real memory (a fake or meta tensor, as on the
+        # course's simulated GPU) has no data pointer, and an error here, inside a backward pass, aborts the process
+        key = (t.untyped_storage()._cdata, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
         if key not in seen:
             seen.add(key)
             total += t.numel() * t.element_size()
@@ -206,8 +208,8 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         from torch.utils.flop_counter import flop_registry  # noqa: PLC0415
 
-        if func._overloadpacket.__name__ in _METADATA:
-            return func(*args, **kwargs)
+        if func.namespace != "aten" or func._overloadpacket.__name__ in _METADATA:
+            return func(*args, **kwargs)  # prim::device and the like: questions about a tensor, not operations
         if func._overloadpacket not in flop_registry:  # a composite: its parts are recorded, as FlopCounterMode does
             with self:
                 decomposed = func.decompose(*args, **kwargs)
@@ -244,6 +246,26 @@ def op_points(fn: Callable[..., Any], *args: Any, grouped: bool = True) -> list[
         totals[call.name] = call if seen is None else dataclasses.replace(
             seen, flops=seen.flops + call.flops, bytes=seen.bytes + call.bytes, calls=seen.calls + 1)
     return list(totals.values())
+
+
+#: how :func:`table` shows the two answers of :meth:`Roof.bound`, translated
+_BOUNDS = {"memory": N_("memory-bound"), "compute": N_("compute-bound")}
+
+
+def table(points: Iterable[OpPoint], roof: Roof, rows: int = 12) -> str:
+    """The ``rows`` operations that move the most bytes, one line each: calls, FLOPs, bytes, intensity and the bound
+    ``roof`` gives it. Sorted by bytes because a memory-bound operation's time is its bytes: the top of this table
+    is where fusing would save the most."""
+    points = sorted(points, key=lambda p: p.bytes, reverse=True)
+    header = [_("operation"), _("calls"), "FLOP", _("bytes"), _("FLOP/byte"), _("limited by, here")]
+    lines = [[p.name.removeprefix("aten."), str(p.calls), f"{p.flops:.3g}", f"{p.bytes:.3g}", f"{p.intensity:.3g}",
+              _(_BOUNDS[roof.bound(p.intensity)])] for p in points[:rows]]
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    text = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            for row in [header, *lines]]
+    if len(points) > rows:
+        text.append(_("... and {n} more operations").format(n=len(points) - rows))
+    return "\n".join(text)
 
 
 # --------------------------------------------------------------------------- the plot

@@ -861,10 +861,10 @@ def compiler_missing(device: str | torch.device = "cpu") -> str | None:
         try:
             import triton  # noqa: F401
         except ImportError:
-            return "inductor writes Triton kernels for a CUDA GPU, and the triton package is not installed"
+            return _("inductor writes Triton kernels for a CUDA GPU, and the triton package is not installed")
         return None
     if sys.platform == "win32":
-        return "inductor's CPU backend needs the MSVC C++ compiler on Windows; this course does not set it up there"
+        return _("inductor's CPU backend needs the MSVC C++ compiler on Windows; this course does not set it up there")
     from torch._inductor import config  # noqa: PLC0415 - imported only when compiling is asked about
 
     cxx = config.cpp.cxx[-1] if isinstance(config.cpp.cxx, tuple) else config.cpp.cxx
@@ -873,7 +873,7 @@ def compiler_missing(device: str | torch.device = "cpu") -> str | None:
     for candidate in ("g++", "clang++", "c++"):
         if shutil.which(candidate):
             return None
-    return "inductor's CPU backend writes C++ and needs a C++ compiler (g++ or clang++), and none is on PATH"
+    return _("inductor's CPU backend writes C++ and needs a C++ compiler (g++ or clang++), and none is on PATH")
 
 
 @dataclass

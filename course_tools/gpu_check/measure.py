@@ -459,6 +459,67 @@ def measure_09(device: torch.device, dim: int | None = None, tokens: int | None 
     return figures, skipped
 
 
+def _reference_softmax(triton: Any, tl: Any) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Chapter 10's reference answer to exercise 2 (``softmax_rows``), from the solution notebook: what ``make
+    gpu-check`` times is exactly what the checks accept."""
+    namespace: dict[str, Any] = {"torch": torch, "triton": triton, "tl": tl}
+    exec(compile(_solution_source("10_kernels", "softmax-kernel"), "10_kernels:softmax-kernel", "exec"),  # noqa: S102
+         namespace)
+    return namespace["softmax_rows"]
+
+
+def _softmax_chain(x: torch.Tensor) -> torch.Tensor:
+    """Chapter 10's softmax written as eager elementwise operations (its cell c016)."""
+    m = x.amax(dim=1, keepdim=True)
+    e = (x - m).exp()
+    return e / e.sum(dim=1, keepdim=True)
+
+
+def measure_10(device: torch.device, copy_mib: int | None = None, peak_sizes: tuple[int, ...] | None = None,
+               rows: int | None = None, cols: int | None = None, min_run_time: float = 0.3,
+               compiled: bool = True) -> Measured:
+    """Chapter 10: the roofline's two measured limits, and a row softmax eager, fused by torch, compiled, and as the
+    chapter's Triton kernel (compiled on a GPU; under the interpreter it is checked, never timed)."""
+    from helpers import benchmark as bench
+    from helpers import kernels, ladder, roofline, speed
+    from helpers.results import WORKLOADS
+
+    w = WORKLOADS["10_kernels"]
+    copy_mib = w["copy_mib"] if copy_mib is None else copy_mib
+    peak_sizes = w["peak_sizes"] if peak_sizes is None else peak_sizes
+    rows, cols = w["rows"] if rows is None else rows, w["cols"] if cols is None else cols
+    figures: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for op in ("copy", "add"):
+        measured = roofline.measure_bandwidth(device, nbytes=copy_mib * MiB, op=op, min_run_time=min_run_time)
+        figures[f"{op}_bytes_per_s"] = measured.bytes_per_s
+    figures["peak_fp32"] = ladder.measured_peak(device, torch.float32, peak_sizes,
+                                                min_run_time=min_run_time).flops_per_s
+    x = torch.randn(rows, cols, device=device)
+    figures["softmax_eager_s"] = bench.time_callable(lambda: _softmax_chain(x), device,
+                                                     min_run_time=min_run_time).median
+    figures["softmax_torch_s"] = bench.time_callable(lambda: torch.softmax(x, dim=1), device,
+                                                     min_run_time=min_run_time).median
+    why_not = "not compiled (compiled=False)" if not compiled else speed.compiler_missing(device)
+    if why_not:
+        skipped["softmax_compiled_s"] = why_not
+    else:
+        chain = torch.compile(_softmax_chain)
+        figures["softmax_compiled_s"] = bench.time_callable(lambda: chain(x), device,
+                                                            min_run_time=min_run_time).median
+        torch._dynamo.reset()
+    triton, tl, status = kernels.setup(device)
+    if status.mode != "compiled":
+        skipped.update(softmax_triton_s=status.reason, softmax_triton_share=status.reason)
+    else:
+        softmax_rows = _reference_softmax(triton, tl)
+        torch.testing.assert_close(softmax_rows(x), torch.softmax(x, dim=1))
+        mine = bench.time_callable(lambda: softmax_rows(x), device, nbytes=2 * x.nbytes, min_run_time=min_run_time)
+        figures["softmax_triton_s"] = mine.median
+        figures["softmax_triton_share"] = mine.bytes_per_s / figures["copy_bytes_per_s"]
+    return figures, skipped
+
+
 MEASURES: dict[str, Callable[[torch.device], Measured]] = {
     "01_why_gpus": measure_01,
     "03_memory": measure_03,
@@ -468,6 +529,7 @@ MEASURES: dict[str, Callable[[torch.device], Measured]] = {
     "07_troubleshooting": measure_07,
     "08_speed": measure_08,
     "09_fast_step": measure_09,
+    "10_kernels": measure_10,
 }
 
 
@@ -478,6 +540,7 @@ REHEARSAL: dict[str, dict[str, Any]] = {
     "08_speed": {"batches": 3, "batch": 16, "width": 32, "features": 64, "repeats": 3, "min_run_time": 0.01},
     "09_fast_step": {"dim": 16, "tokens": 8, "batch": 4, "steps": 2, "peak_sizes": (32, 64), "repeats": 3,
                      "min_run_time": 0.01},
+    "10_kernels": {"copy_mib": 1, "peak_sizes": (32, 64), "rows": 16, "cols": 100, "min_run_time": 0.01},
 }
 
 

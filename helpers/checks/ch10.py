@@ -433,14 +433,14 @@ def _softmax_of(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.softmax(x.float(), dim=1).to(dtype)
 
 
-_PADDED_ZERO = N_("the lanes past the row's end were loaded as 0 (`other=0`, or no `other`): the sum then counts "
-                  "exp(0 - max) for each of those {lanes} lanes. Load them as -inf (`other=-float('inf')`), whose "
-                  "exp is 0")
+_PADDED_ZERO = N_("the lanes past the row's end were loaded as 0 (`other=0`; with no `other` their value is "
+                  "undefined): the sum then counts exp(0 - max) for each of those {lanes} lanes. Load them as -inf "
+                  "(`other=-float('inf')`), whose exp is 0")
 _NO_MAX = N_("exp overflowed: without subtracting the row's max first, exp(x) is inf in float32 for x above about "
              "88, and inf / inf is nan. Subtract tl.max(x, axis=0) before tl.exp: softmax is the same, and the "
              "largest exp is 1")
-_STRIDE = N_("the row stride is ignored: row r starts at r * x_row_stride elements from x's first (here "
-             "{stride}), not at r * n_cols; pass x.stride(0) and use it in the kernel")
+_STRIDE = N_("the row stride is ignored: row r starts r * x_row_stride elements after x's first element (here "
+             "x_row_stride is {stride}), not r * n_cols; pass x.stride(0) and use it in the kernel")
 _SHORT_BLOCK = N_("only the first {block} columns of each row were computed: BLOCK must cover the whole row, "
                   "BLOCK=triton.next_power_of_2(n_cols) (or loop over the row in blocks)")
 

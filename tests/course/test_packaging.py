@@ -23,14 +23,15 @@ CONDA_NAMES = {"pytorch": "torch"}
 def _pip_requirements():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = project["dependencies"] + project["optional-dependencies"]["test"]
-    return {re.split(r"[<>=!~ ]", r, maxsplit=1)[0].lower(): r.replace(" ", "") for r in reqs}
+    return {re.split(r"[<>=!~ ;]", r, maxsplit=1)[0].lower(): r.replace(" ", "") for r in reqs}
 
 
 def _conda_requirements():
     found = {}
     text = (ROOT / "environment.yml").read_text()
     for line in text.split("\ndependencies:", 1)[1].splitlines():
-        match = re.match(r"^\s+-\s+([A-Za-z0-9_.\-]+)(.*)$", line)
+        # a package with a platform marker sits in the pip: list, quoted as pip reads it
+        match = re.match(r"""^\s+-\s+["']?([A-Za-z0-9_.\-]+)(.*?)["']?$""", line)
         if match and match.group(1) not in ("python", "pip"):
             name = CONDA_NAMES.get(match.group(1).lower(), match.group(1).lower())
             found[name] = name + match.group(2).replace(" ", "")

@@ -126,7 +126,8 @@ SIM_STEPS = 10
 #: processes (the loader's workers), no CUDA profiler (CUPTI); 09's ladder at SIM_STEPS an epoch (at the workload's 50
 #: measure_09 took 240-270 s a profile in a CI run)
 MEASURE_KWARGS = {"08_speed": {"trace": False, "compiled": False},
-                  "09_fast_step": {"compiled": False, "workers": 0, "steps": SIM_STEPS}}
+                  "09_fast_step": {"compiled": False, "workers": 0, "steps": SIM_STEPS},
+                  "10_kernels": {"compiled": False}}
 
 
 def run_measure(chapter: str, profile_name: str, plant: str | None = None) -> dict:

@@ -127,3 +127,27 @@ def test_generated_code_shows_the_kernel_inductor_writes_on_a_cpu():
 def test_generated_code_is_none_where_no_compiler_can_run(monkeypatch):
     monkeypatch.setattr(kernels, "compiler_missing", lambda device: "no C++ compiler")
     assert kernels.generated_code(lambda a: a + 1, torch.ones(3)) is None
+
+
+def test_triton_languages_own_functions_run_interpreted_though_triton_was_imported_first(interpret_var):
+    """torch._dynamo imports triton long before a chapter's setup cell; tl.max and tl.sum (themselves @triton.jit
+    functions, decorated at that import) must still run inside an interpreted kernel."""
+    pytest.importorskip("triton")
+    import triton.language as tl_before  # imported without TRITON_INTERPRET, as torch._dynamo does
+    from triton.runtime.jit import JITFunction
+
+    interpret_var.delenv(kernels.INTERPRET_VAR, raising=False)
+    kernels._language_as(interpreted=False)  # the state a compiled-mode import leaves
+    assert type(tl_before.max) is JITFunction
+    triton, tl, state = kernels.setup("cpu")
+    assert state.mode == "interpreted" and type(tl.max) is not JITFunction
+
+    @triton.jit
+    def row_max_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offsets, mask=offsets < n, other=-float("inf"))
+        tl.store(out_ptr, tl.max(x, axis=0) + tl.sum(tl.exp(x - tl.max(x, axis=0)), axis=0))
+
+    x, out = torch.randn(37), torch.empty(1)
+    row_max_sum[(1,)](x, out, 37, BLOCK=64)
+    torch.testing.assert_close(out[0], x.max() + torch.exp(x - x.max()).sum())

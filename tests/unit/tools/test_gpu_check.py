@@ -199,6 +199,45 @@ def test_the_stored_09_figures_describe_the_sizes_measure_09_and_the_cells_use()
     assert rungs <= set(results.FIGURES["09_fast_step"])
 
 
+def test_the_kernels_chapter_measures_on_any_device():
+    """Chapter 10 at rehearsal sizes on the CPU: both roofs, the softmax eager, fused and compiled; the Triton
+    kernel only where it is compiled for a GPU (its interpreter's time says nothing), skipped with the reason."""
+    figures, skipped = measure.measure_10(CPU, **measure.REHEARSAL["10_kernels"])
+    assert set(figures) | set(skipped) == set(results.FIGURES["10_kernels"]) and not set(figures) & set(skipped)
+    assert {"copy_bytes_per_s", "add_bytes_per_s", "peak_fp32", "softmax_eager_s", "softmax_torch_s"} <= set(figures)
+    assert all(v > 0 for v in figures.values())
+    assert "softmax_triton_s" in skipped and skipped["softmax_triton_s"]
+
+
+def test_the_kernel_gpu_check_times_is_the_reference_solution():
+    """measure_10 times the solution notebook's own softmax_rows (the one place it is written), run here through
+    Triton's interpreter."""
+    pytest.importorskip("triton", reason="Triton installs on Linux x86-64 only")
+    from helpers import kernels
+
+    triton, tl, _state = kernels.setup(CPU)
+    softmax_rows = measure._reference_softmax(triton, tl)
+    x = torch.randn(5, 300)[:, :250]
+    torch.testing.assert_close(softmax_rows(x), torch.softmax(x, dim=1))
+
+
+def test_the_stored_10_figures_describe_the_sizes_measure_10_and_the_cells_use():
+    """WORKLOADS holds chapter 10's GPU sizes once: its figures name them, measure_10 and the cells read them."""
+    import inspect
+    import string
+
+    from support.layout import load, solution_path
+
+    w = results.WORKLOADS["10_kernels"]
+    fields = {name for _, what in results.FIGURES["10_kernels"].values()
+              for _, name, _, _ in string.Formatter().parse(what) if name}
+    assert fields and fields <= set(w), fields - set(w)
+    source = inspect.getsource(measure.measure_10)
+    assert [key for key in w if f'w["{key}"]' not in source] == []
+    cells = "\n".join(c.source for c in load(solution_path("10_kernels")).cells if c.cell_type == "code")
+    assert [key for key in w if f'sizes["{key}"]' not in cells] == []
+
+
 def test_the_quiet_loop_it_measures_is_the_reference_solution():
     source = measure._solution_source("08_speed", "train-quietly")
     assert "def train_quietly(" in source and "### BEGIN SOLUTION" in source
@@ -215,7 +254,7 @@ def test_cuda_only_figures_are_skipped_with_a_reason_off_cuda(chapter):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("chapter", ["03_memory", "04_dataloader", "06_multi_gpu", "07_troubleshooting", "08_speed",
-                                     "09_fast_step"])
+                                     "09_fast_step", "10_kernels"])
 def test_cuda_measurements_produce_every_figure(chapter):
     figures, skipped = measure.MEASURES[chapter](torch.device("cuda"))
     assert set(figures) == set(results.FIGURES[chapter]), skipped
