@@ -259,7 +259,7 @@ def table(points: Iterable[OpPoint], roof: Roof, rows: int = 12) -> str:
     points = sorted(points, key=lambda p: p.bytes, reverse=True)
     header = [_("operation"), _("calls"), "FLOP", _("bytes"), _("FLOP/byte"), _("limited by, here")]
     lines = [[p.name.removeprefix("aten."), str(p.calls), f"{p.flops:.3g}", f"{p.bytes:.3g}", f"{p.intensity:.3g}",
-              _(_BOUNDS[roof.bound(p.intensity)])] for p in points[:rows]]
+              _(_BOUNDS[roof.bound(p.intensity)]) if p.bytes else "—"] for p in points[:rows]]  # a view: free
     widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
     text = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
             for row in [header, *lines]]

@@ -69,6 +69,12 @@ CHAPTER_EXPECTATIONS: dict[str, list[tuple[str, str | None, str, str]]] = {
         ("c007", None, r"achieved [0-9.]+ GFLOP/s", "the plain step's utilisation"),
         ("c031", None, r"fast_step is [0-9.]+x faster than slow_step", "the exercise's step beats the slow one"),
     ],
+    "10_kernels": [
+        ("c005", None, r"ridge point: [0-9.]+ FLOP/byte", "a ridge point from the measured roofs"),
+        ("c005", None, r"measured bandwidth 9\d% of it", "a copy reaches the datasheet's bandwidth"),
+        ("c014", None, r"n=1024: [0-9.]+ GFLOP/s achieved", "the products timed against the roof"),
+        ("c016", None, r"torch\.softmax is [0-9.]+x faster than eager chain", "the fused softmax beats the chain"),
+    ],
 }
 
 
