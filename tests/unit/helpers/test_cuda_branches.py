@@ -250,7 +250,8 @@ def _measure_kwargs(chapter: str) -> dict:
     from course_tools.gpu_check import measure
 
     extra = {"04_dataloader": {"nbytes": 2**20}, "08_speed": {"trace": False, "compiled": False},  # 08: CUPTI, Dynamo
-             "09_fast_step": {"compiled": False, "workers": 0}}  # Dynamo cannot trace fake tensors; no children
+             "09_fast_step": {"compiled": False, "workers": 0},  # Dynamo cannot trace fake tensors; no children
+             "10_kernels": {"compiled": False}}
     return {**measure.REHEARSAL.get(chapter, {}), **extra.get(chapter, {})}
 
 
