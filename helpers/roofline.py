@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -132,6 +133,7 @@ class Roof:
 
     def bound(self, intensity: float) -> str:
         """``"memory"`` below the ridge, ``"compute"`` at or above it: what to make faster first."""
+        sys.audit("course.version", "helpers.roofline:Roof.bound")  # the grader: chapter 10's exercise is yours
         return "memory" if intensity < self.ridge else "compute"
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,7 @@ class _Count:
     inverted: bool = False  #: bytes per FLOP
 
     def intensity(self, m: int, n: int, k: int, dtype: torch.dtype) -> float:
+        sys.audit("course.version", "helpers.checks.ch10:_Count.intensity")  # the grader: refused to the learner's code
         flops = (1 if self.halved else 2) * m * n * k
         size = (4 if self.four else dtype.itemsize) * (8 if self.bits else 1)
         moved = (m * k + k * n + self.output * m * n) * size
@@ -166,6 +168,7 @@ VERDICTS = ("memory", "compute")
 
 
 def _verdict(intensity: float, ridge: float) -> str:
+    sys.audit("course.version", "helpers.checks.ch10:_verdict")  # the grader: refused to the learner's code
     return "compute" if intensity >= ridge else "memory"
 
 

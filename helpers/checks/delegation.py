@@ -70,6 +70,13 @@ COURSE_VERSIONS: dict[str, dict[str, str]] = {
     "train_quietly": {"helpers.checks.ch08:noisy_epoch": N_("the chapter's noisy loop, which the check compares "
                                                             "yours with")},
     "compile_pays": {"helpers.checks.ch08:expected_decision": N_("the check's own reference answer")},
+    "matmul_intensity": {"helpers.checks.ch10:_Count.intensity": N_("the check's own reference count")},
+    "bound": {"helpers.roofline:Roof.bound": N_("chapter 10's measured roof, built in section 1"),
+              "helpers.checks.ch10:_verdict": N_("the check's own reference verdict")},
+    # chapter 10's kernel: nothing in helpers computes a row softmax; the checks compare with torch.softmax and
+    # refuse torch's arithmetic inside softmax_rows themselves (ch10.check_softmax)
+    "softmax_kernel": {},
+    "softmax_rows": {},
     "step_flops_utilisation": {
         "helpers.ladder:step_flops": N_("chapter 09's own count, used in section 1 after you have written yours"),
         "helpers.checks.ch09:reference_flops": N_("the check's own reference count")},

@@ -274,7 +274,10 @@ def test_every_course_version_announces_itself_to_the_referee():
     silent = []
     for spec in sorted({spec for notes in COURSE_VERSIONS.values() for spec in notes}):
         module, _, name = spec.partition(":")
-        source = inspect.getsource(getattr(importlib.import_module(module), name))
+        owner = importlib.import_module(module)
+        for part in name.split("."):  # a class's method too ("Roof.bound"), as the delegation resolves it
+            owner = getattr(owner, part)
+        source = inspect.getsource(owner)
         if f'sys.audit("course.version", "{spec}")' not in source:
             silent.append(spec)
     assert not silent, f"course versions that do not announce themselves: {silent}"
