@@ -60,6 +60,7 @@ $(PROXY): package.json package-lock.json
 # sends (pytest-xdist issues 1323, 1327, 1378): a CI run hung that way until its 90 minutes were spent.
 XDIST := -n 2 --dist loadscope --max-worker-restart=0
 
+# (the wrong submissions of chapter 06, two DDP ranks each, are `slow`: test-all grades them; tests/course/test_exercises.py)
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(XDIST) -m "not slow and not load" tests/unit tests/course solutions $(PYTEST_ARGS)
 
