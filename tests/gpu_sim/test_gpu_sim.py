@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import CUDA_BUILD_SKIP_REASON
+from course_tools.gpu_check.measure import MEASURES
 from support import fake_cuda as fc
 from support import gpu_sim
 from support.layout import chapters
@@ -20,8 +21,7 @@ pytestmark = pytest.mark.skipif(not fc.cuda_build(), reason=f"{CUDA_BUILD_SKIP_R
 
 PROFILES = ["H100", "T4"]
 #: every measure_* make gpu-check runs (measure_07's device-side assert needs a child process: it stops, as said)
-MEASURED = ["01_why_gpus", "03_memory", "04_dataloader", "05_mixed_precision", "06_multi_gpu", "07_troubleshooting",
-            "08_speed", "09_fast_step"]
+MEASURED = list(MEASURES)
 
 
 def _report(problems: list[str], what: str) -> str:
