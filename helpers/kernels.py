@@ -6,8 +6,9 @@ end, a load, a store. That lesson does not need a GPU to be *read and run*: Trit
 same masks, strides and dtypes (bfloat16 included), so a laptop learner writes the same kernel and gets the same
 answer, only slower (and no timing of it means anything). This module decides which of the three a machine gets
 (:func:`status`), sets the interpreter up *before* a kernel is decorated (:func:`setup`: ``triton.jit`` reads
-``TRITON_INTERPRET`` when it decorates, not when the kernel is launched, on Triton 3.6 and 3.9 alike; importing
-``triton`` earlier is harmless), and gives stand-ins where Triton is not installed (it ships wheels for Linux on
+``TRITON_INTERPRET`` when it decorates, not when the kernel is launched, on Triton 3.6 and 3.9 alike; ``triton``
+imported earlier, as ``torch._dynamo`` does, is fine: :func:`setup` rebuilds ``triton.language``'s own jitted
+functions for the mode it chose), and gives stand-ins where Triton is not installed (it ships wheels for Linux on
 x86-64 only), so the chapter's cells still define their kernels and only launching one says why it cannot run.
 
 :func:`generated_code` shows the other way to a kernel: what ``torch.compile``'s inductor writes for a function
@@ -44,7 +45,9 @@ MIN_CAPABILITY = (7, 0)
 class KernelStatus:
     """How this machine runs a Triton kernel, and why: what the chapter prints before its first kernel."""
 
-    mode: str  #: "compiled" (a CUDA GPU), "interpreted" (Triton's interpreter, on the CPU) or "missing"
+    #: "compiled" (a CUDA GPU), "interpreted" (Triton's interpreter, on the CPU) or "missing" (no Triton, or tensors
+    #: with no memory behind them, as on the course's simulated GPU)
+    mode: str
     reason: str  #: one sentence for the learner, in the current language
     device: torch.device  #: where a kernel's tensors live: the GPU when compiled, else the CPU
 
