@@ -25,7 +25,6 @@ from torch.utils._pytree import tree_leaves
 
 from helpers.benchmark import Timing, time_callable
 from helpers.i18n import N_, _
-from helpers.plots import new_figure
 from helpers.units import format_rate
 
 __all__ = ["OPS", "Bandwidth", "OpPoint", "Roof", "measure_bandwidth", "op_points", "plot", "table"]
@@ -284,6 +283,11 @@ def plot(roof: Roof, points: Iterable[OpPoint] = (), *, title: str | None = None
     reach (:meth:`Roof.attainable`): its height under the roof is what is left to gain. A point that computes
     nothing (intensity 0) has no place on a log axis and is left out."""
     if ax is None:
+        # matplotlib only when a plot is drawn: importing it reads the system's fonts (fc-list), whose complaint on
+        # stderr in the grading sandbox costs a grade cell its points under nbgrader, and a check that only asks
+        # Roof.bound (chapter 10's exercise) must not pay for a plot
+        from helpers.plots import new_figure  # noqa: PLC0415
+
         _fig, ax = new_figure(width=6.0, height=4.0)
     points = [p for p in points if p.intensity > 0]
     xs = [p.intensity for p in points] + [roof.ridge]

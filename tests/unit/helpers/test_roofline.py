@@ -129,10 +129,21 @@ def korean():
     i18n._chosen = chosen
 
 
+@pytest.fixture
+def english():
+    chosen = i18n._chosen
+    with matplotlib.rc_context({k: v for k, v in matplotlib.rcParamsDefault.items() if k != "backend"}):
+        i18n.use("en")
+        yield
+    i18n._chosen = chosen
+
+
 @pytest.mark.parametrize("language", ["en", "ko"])
 def test_the_plot_draws_without_a_warning_or_a_missing_glyph(language, request, caplog):
     if language == "ko":
         request.getfixturevalue("korean")
+    else:  # matplotlib's own defaults, whatever an earlier test in this process left (koreanize sets rcParams)
+        request.getfixturevalue("english")
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING, logger="matplotlib"):
         warnings.simplefilter("always")
         ax = roofline.plot(Roof(1e12, 1e11, label="cpu"), _points())
