@@ -825,7 +825,7 @@ def queued_steps(device_work: Callable[[], Any], host_work: Callable[[], Any], s
 
 
 def size_for_balance(seconds_per_step: Callable[[int], float], sizes: Sequence[int],
-                     at_least: float = 1.25) -> tuple[int, float, float]:
+                     at_least: float = 1.5, repeats: int = 3) -> tuple[int, float, float]:
     """The first of ``sizes`` (growing) at which a step's device time has caught up with its host time.
 
     Returns ``(size, host_s, step_s)``. Why: a host sync in every step forbids the overlap of the host's work
@@ -833,15 +833,36 @@ def size_for_balance(seconds_per_step: Callable[[int], float], sizes: Sequence[i
     a step, plus one round trip between host and GPU: it shows best where the two are about equal. A demo sized for a
     laptop is launch-bound on a GPU (device time far below host time), where a sync costs little more than the
     round trip. ``seconds_per_step(size)`` must time a loop with **no** sync in its steps, which takes about
-    max(host, device) a step: at ``sizes[0]`` the device's share is taken as negligible, so that time is the
-    host's (``host_s``); the first size whose step takes ``at_least`` times as long is one where the device's
-    time has passed the host's. With none, the last size.
+    max(host, device) a step. While the device's share is negligible that time is the host's: ``host_s`` is the
+    least reading of the sizes so far. The first size whose step takes ``at_least`` times as long is one where the
+    device's time has passed the host's. With none, the last size.
+
+    Each size is read ``repeats`` times and its least reading kept: another program on a shared machine only ever
+    adds time, so the least is the reading closest to the loop's own. A size that seems to cross is read again
+    ``repeats`` times, interleaved with ``sizes[0]``, and taken only if it still crosses: one slow moment (a CI run
+    with every core busy read 1.5x at a size where the device's share was a hundredth) must not pick a size where the
+    device idles, where the demo's syncs would then cost nothing. Why 1.5 and not less: on a shared virtual machine
+    the least of six readings of a host-bound step still wandered by up to a third (the simulated T4's host, which
+    is this machine's Python), while a width past the balance reads 1.6x or more: each doubling of the width
+    doubles the device's share.
     """
     if not sizes:
         raise ValueError("size_for_balance needs at least one size")
-    host = step = seconds_per_step(sizes[0])
+    if repeats < 1:
+        raise ValueError("size_for_balance needs at least one reading a size")
+
+    def least(size: int) -> float:
+        return min(seconds_per_step(size) for _ in range(repeats))
+
+    host = step = least(sizes[0])
     for size in sizes[1:]:
-        step = seconds_per_step(size)
+        step = least(size)
+        if step < at_least * host:
+            host = min(host, step)  # still the host's time: one more reading of it
+            continue
+        for _ in range(repeats):  # confirm, interleaved with the smallest size, so a change in load hits both
+            step = min(step, seconds_per_step(size))
+            host = min(host, seconds_per_step(sizes[0]))
         if step >= at_least * host:
             return size, host, step
     return sizes[-1], host, step

@@ -260,8 +260,7 @@ def measure_08(device: torch.device, batches: int = 20, batch: int | None = None
         return (time.perf_counter() - start) / batches
 
     if _cuda(device):  # cell c013: the width at which the device's time per step has caught up with the host's
-        width = speed.size_for_balance(lambda size: statistics.median(seconds_per_step(quiet, size) for _ in range(3)),
-                                       [width * 2**i for i in range(12)])[0]
+        width = speed.size_for_balance(lambda size: seconds_per_step(quiet, size), [width * 2**i for i in range(12)])[0]
     figures["loop_width"] = width
     per_step: dict[str, list[float]] = {"loop_noisy_step": [], "loop_quiet_step": []}
     for _ in range(repeats):
