@@ -72,11 +72,39 @@ def markdown_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
 
 
 def load(path: Path) -> Catalog:
+    """The catalog at ``path``, its ``#| msgid`` lines read back as the previous English, not as comments.
+
+    Why: Babel (2.19) writes a fuzzy entry's old English as ``#| msgid "..."`` but reads those lines back as
+    translator comments, so every load-and-save kept them as ``# |`` comments, re-wrapped, long after the entry was
+    translated again (173 such lines had piled up in ``helpers.po``). The course's catalogs hold no translator
+    comments ("edit msgstr only", each header says), so every comment line is dropped here; a fuzzy entry keeps its
+    previous English, read from them.
+    """
     with path.open("rb") as f:
-        return read_po(f, locale=LANGUAGE)
+        catalog = read_po(f, locale=LANGUAGE)
+    for message in catalog:
+        if message.id:
+            previous = _previous_id(message.user_comments) if message.fuzzy else None
+            message.user_comments = []
+            message.previous_id = [previous] if previous else []
+    return catalog
+
+
+def _previous_id(comments: list[str]) -> str | None:
+    """The previous English a fuzzy entry's ``#| msgid "..."`` lines held (Babel wraps them at 76 columns)."""
+    text = " ".join(c[1:].strip() for c in comments if c.startswith("|"))
+    if not text.startswith('msgid "') or not text.endswith('"'):
+        return None
+    from babel.messages.pofile import unescape
+
+    return unescape(text[len("msgid "):])
 
 
 def save(catalog: Catalog, path: Path) -> None:
+    """Write ``catalog`` to ``path``; an entry keeps its previous English (``#| msgid``) only while it is fuzzy."""
+    for message in catalog:
+        if message.id and not message.fuzzy:
+            message.previous_id = []
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f:
         write_po(f, catalog, width=0, include_previous=True, sort_output=False, omit_header=False)

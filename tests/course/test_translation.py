@@ -461,3 +461,28 @@ def test_the_chapters_that_quote_the_lesson_still_do():
         quotes = [q for m in _translations(tr.load(tr.catalog_path(ROOT, chapter)))
                   for q in tr._QUOTE.findall(m.string) if tr._HANGUL.search(q)]
         assert len(quotes) >= least, (chapter, quotes)
+
+
+def test_a_fuzzy_entrys_previous_english_survives_a_round_trip_and_leaves_no_comment(tmp_path):
+    """Babel reads ``#| msgid`` back as a translator comment: 173 of them had piled up in helpers.po, re-wrapped on
+    each save, long after their entries were translated again. load() reads them as the previous English."""
+    catalog = Catalog(locale="ko")
+    old = "a step without syncs: {host} at width 512 (the host's time: the GPU is nearly idle), and a long tail " * 2
+    catalog.add("a step without syncs: {host} at the smallest widths", "동기화 없는 스텝", flags=["fuzzy"],
+                previous_id=old.strip())
+    catalog.add("seconds", "초")
+    path = tmp_path / "helpers.po"
+    tr.save(catalog, path)
+    assert "#| msgid" in path.read_text(encoding="utf-8")
+    once = tr.load(path)
+    fuzzy = once.get("a step without syncs: {host} at the smallest widths")
+    assert fuzzy.previous_id == [old.strip()] and not fuzzy.user_comments
+    first = path.read_bytes()
+    tr.save(once, path)
+    assert path.read_bytes() == first  # a load and a save change no byte
+    translated = tr.load(path)
+    translated.get("a step without syncs: {host} at the smallest widths").flags.discard("fuzzy")
+    tr.save(translated, path)
+    text = path.read_text(encoding="utf-8")
+    assert "#|" not in text and "# |" not in text  # no comment left behind, then or later
+    assert not any(m.user_comments or m.previous_id for m in tr.load(path) if m.id)
