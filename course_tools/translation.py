@@ -39,7 +39,7 @@ from pathlib import Path
 
 import nbformat
 from babel.messages.catalog import Catalog
-from babel.messages.pofile import read_po, write_po
+from babel.messages.pofile import read_po, unescape, write_po
 
 __all__ = ["LANGUAGE", "SETTING_CELL", "SETTING_TAG", "Term", "catalog_path", "colon_problems", "edition_root",
            "gloss_problems", "glossary", "korean_notebook", "load", "problems", "quote_problems", "register_problems",
@@ -95,8 +95,6 @@ def _previous_id(comments: list[str]) -> str | None:
     text = " ".join(c[1:].strip() for c in comments if c.startswith("|"))
     if not text.startswith('msgid "') or not text.endswith('"'):
         return None
-    from babel.messages.pofile import unescape
-
     return unescape(text[len("msgid "):])
 
 

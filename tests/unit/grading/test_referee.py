@@ -266,18 +266,13 @@ def test_every_exercise_says_what_computes_its_answer():
 
 def test_every_course_version_announces_itself_to_the_referee():
     """The referee refuses a course version by the event its body raises: one without it is a plain function."""
-    import importlib
     import inspect
 
-    from helpers.checks.delegation import COURSE_VERSIONS
+    from helpers.checks.delegation import COURSE_VERSIONS, _resolve
 
     silent = []
     for spec in sorted({spec for notes in COURSE_VERSIONS.values() for spec in notes}):
-        module, _, name = spec.partition(":")
-        owner = importlib.import_module(module)
-        for part in name.split("."):  # a class's method too ("Roof.bound"), as the delegation resolves it
-            owner = getattr(owner, part)
-        source = inspect.getsource(owner)
+        source = inspect.getsource(_resolve(spec))  # as the delegation resolves it: a class's method too
         if f'sys.audit("course.version", "{spec}")' not in source:
             silent.append(spec)
     assert not silent, f"course versions that do not announce themselves: {silent}"
